@@ -1,0 +1,1 @@
+"""memdedup: deduplication of AI-agent memories, as a Kafka consumer."""

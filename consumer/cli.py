@@ -1,0 +1,136 @@
+"""`memdedup` command line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+from consumer.settings import ConfigError, Settings, load_settings
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return load_settings(getattr(args, "config", None))
+
+
+def cmd_broker(args: argparse.Namespace) -> int:
+    from consumer.localbroker import LocalBroker
+
+    broker = LocalBroker(port=args.port).start()
+    print(broker.bootstrap_servers, flush=True)
+    print(
+        f"local broker (memory only) running, pid {broker.pid}; "
+        f"export MEMDEDUP_KAFKA__BOOTSTRAP_SERVERS={broker.bootstrap_servers}; Ctrl-C stops it",
+        file=sys.stderr,
+        flush=True,
+    )
+    signal.signal(signal.SIGTERM, lambda *_: broker.stop())
+    try:
+        return broker.wait()
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        broker.stop()
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from consumer.app import create_app
+    from consumer.logs import configure_logging
+
+    settings = _settings(args)
+    configure_logging(level=settings.log.level, fmt=settings.log.format)
+    app = create_app(settings)
+    asyncio.run(app.run())
+    return 0
+
+
+def cmd_produce(args: argparse.Namespace) -> int:
+    from consumer.producer import produce_lines, read_lines
+
+    settings = _settings(args)
+    if not args.file.exists():
+        raise ConfigError(f"{args.file} does not exist: pass a JSON Lines file of events")
+    lines = read_lines(args.file)
+    topic = args.topic or settings.topics.input
+    sent = asyncio.run(
+        produce_lines(lines, bootstrap_servers=settings.kafka.bootstrap_servers, topic=topic)
+    )
+    print(f"published {sent} events to {topic} on {settings.kafka.bootstrap_servers}")
+    return 0
+
+
+def cmd_topics(args: argparse.Namespace) -> int:
+    from consumer.topics import ensure_topics
+
+    settings = _settings(args)
+    created = asyncio.run(ensure_topics(settings))
+    print("created: " + (", ".join(created) if created else "nothing (all exist)"))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from consumer.demo import run_demo
+    from consumer.logs import configure_logging
+
+    configure_logging(level="WARNING", fmt="console")
+    asyncio.run(run_demo(args.events))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memdedup",
+        description="Deduplicate AI-agent memories from Kafka. Settings: MEMDEDUP_* "
+        "environment variables or a YAML file (--config / MEMDEDUP_CONFIG_FILE).",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    broker = commands.add_parser("broker", help="run a local memory-only Kafka broker (Tansu)")
+    broker.add_argument("--port", type=int, default=None, help="port (default: a free one)")
+    broker.set_defaults(func=cmd_broker)
+
+    run = commands.add_parser("run", help="run the consumer")
+    run.add_argument("--config", type=Path, default=None, help="YAML settings file")
+    run.set_defaults(func=cmd_run)
+
+    produce = commands.add_parser("produce", help="publish events from a JSON Lines file")
+    produce.add_argument("file", type=Path)
+    produce.add_argument("--topic", default=None, help="default: the input topic setting")
+    produce.add_argument("--config", type=Path, default=None)
+    produce.set_defaults(func=cmd_produce)
+
+    topics = commands.add_parser("topics", help="create the service's topics if missing")
+    topics.add_argument("--config", type=Path, default=None)
+    topics.set_defaults(func=cmd_topics)
+
+    demo = commands.add_parser("demo", help="run everything locally on sample events")
+    demo.add_argument(
+        "--events",
+        type=Path,
+        action="append",
+        default=None,
+        help="JSON Lines file of events; repeat for waves (default: the shipped samples)",
+    )
+    demo.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except ConfigError as exc:
+        print(f"memdedup: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except OSError as exc:
+        print(f"memdedup: {exc}", file=sys.stderr)
+        return 1
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""`memdedup demo`: the whole service on embedded defaults, in one command.
+
+Starts a local broker, creates the topics, runs the consumer against an embedded
+store in a temporary directory, publishes the shipped sample events, prints each
+decision and dead letter, and stops everything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiokafka import AIOKafkaConsumer
+
+from consumer.app import create_app
+from consumer.localbroker import LocalBroker
+from consumer.producer import produce_lines, read_lines
+from consumer.settings import Settings, load_settings
+from consumer.topics import ensure_topics, topic_names
+from schemas import DeadLetterHeaders
+
+
+def sample_waves() -> list[Path]:
+    """Two waves: the second is published once the first is decided, so its
+    repeats meet stored memories (exact, semantic) rather than in-flight ones."""
+    data = Path(__file__).parent / "data"
+    return [data / "demo_wave1.jsonl", data / "demo_wave2.jsonl"]
+
+
+@dataclass(frozen=True, slots=True)
+class OutputRow:
+    """One record the service published, flattened for display and checks."""
+
+    topic: str
+    offset_in: int
+    partition_in: int
+    event_id: str
+    scope: str
+    outcome: str
+    detail: str
+    memory_id: str
+    content: str
+
+
+def _row(
+    topic: str, value: bytes, headers: list[tuple[str, bytes]], settings: Settings
+) -> OutputRow:
+    if topic == settings.topics.dlq:
+        dead = DeadLetterHeaders.from_kafka(headers)
+        event_id = dict(headers).get("event_id", b"").decode()
+        return OutputRow(
+            topic,
+            dead.source_offset,
+            dead.source_partition,
+            event_id or "-",
+            "-",
+            f"dlq:{dead.error_code.value}",
+            dead.error_detail,
+            "-",
+            "",
+        )
+    event = json.loads(value)
+    similarity = event["similarity"]
+    detail = event["reason"] + (f" sim={similarity:.3f}" if similarity is not None else "")
+    return OutputRow(
+        topic,
+        event["record"]["offset"],
+        event["record"]["partition"],
+        event["event_id"],
+        f"{event['tenant_id']}/{event['namespace']}",
+        event["decision"],
+        detail,
+        event["memory_id"][:8],
+        event["memory"]["content"],
+    )
+
+
+async def collect_outputs(
+    settings: Settings, *, expected: int, timeout_s: float
+) -> list[OutputRow]:
+    """Read decision and DLQ topics from the beginning until `expected` records."""
+    outputs = [t for t in topic_names(settings) if t != settings.topics.input]
+    consumer = AIOKafkaConsumer(
+        *outputs,
+        bootstrap_servers=settings.kafka.bootstrap_servers,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+    await consumer.start()
+    rows: list[OutputRow] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(rows) < expected and time.monotonic() < deadline:
+            batches = await consumer.getmany(timeout_ms=500)
+            for records in batches.values():
+                rows.extend(
+                    _row(r.topic, r.value, list(r.headers or ()), settings) for r in records
+                )
+    finally:
+        await consumer.stop()
+    return rows
+
+
+def render_table(rows: list[OutputRow]) -> str:
+    header = ("input", "event_id", "scope", "outcome", "why", "memory", "stored memory text")
+    seen: set[tuple[str, str]] = set()
+    body = []
+    for r in rows:
+        # A redelivered event re-emits its decision byte for byte: mark the copy.
+        copy = (r.event_id, r.outcome) in seen and not r.outcome.startswith("dlq:")
+        seen.add((r.event_id, r.outcome))
+        body.append(
+            (
+                f"p{r.partition_in}@{r.offset_in}",
+                r.event_id,
+                r.scope,
+                r.outcome + (" (re-emitted)" if copy else ""),
+                r.detail if len(r.detail) <= 48 else r.detail[:45] + "...",
+                r.memory_id,
+                r.content if len(r.content) <= 44 else r.content[:41] + "...",
+            )
+        )
+    widths = [max(len(str(line[i])) for line in [header, *body]) for i in range(len(header))]
+    lines = [
+        "  ".join(str(cell).ljust(w) for cell, w in zip(line, widths, strict=True))
+        for line in [header, *body]
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+async def run_demo(
+    events_files: list[Path] | None = None, *, timeout_s: float = 120.0
+) -> list[OutputRow]:
+    waves = [read_lines(path) for path in events_files or sample_waves()]
+    total = sum(len(wave) for wave in waves)
+    with LocalBroker() as broker, tempfile.TemporaryDirectory(prefix="memdedup-demo-") as data:
+        settings = load_settings(
+            kafka={
+                "bootstrap_servers": broker.bootstrap_servers,
+                "group_id": "memdedup-demo",
+                "session_timeout_ms": 1500,
+                "heartbeat_interval_ms": 500,
+            },
+            qdrant={"path": data},
+            log={"level": "WARNING"},
+        )
+        print(f"local broker on {broker.bootstrap_servers}; embedded store in {data}")
+        await ensure_topics(settings)
+        app = create_app(settings)
+        print("loading the model and starting the consumer ...")
+        await app.start()
+        try:
+            sent = 0
+            for number, wave in enumerate(waves, start=1):
+                sent += await produce_lines(
+                    wave, bootstrap_servers=broker.bootstrap_servers, topic=settings.topics.input
+                )
+                print(f"wave {number}: published {len(wave)} events to {settings.topics.input}")
+                rows = await collect_outputs(settings, expected=sent, timeout_s=timeout_s)
+            print()
+        finally:
+            await app.stop()
+    rows.sort(key=lambda r: (r.partition_in, r.offset_in))
+    print(render_table(rows))
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row.outcome] = counts.get(row.outcome, 0) + 1
+    print("\n" + ", ".join(f"{name}: {n}" for name, n in sorted(counts.items())))
+    if len(rows) < total:
+        raise RuntimeError(f"only {len(rows)} of {total} events were decided in time")
+    return rows
+
+
+def main() -> None:
+    asyncio.run(run_demo())

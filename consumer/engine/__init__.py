@@ -1,0 +1,1 @@
+"""Pure deduplication logic: no Kafka, no FastStream."""

@@ -1,0 +1,318 @@
+"""The check pipeline: exact -> recent -> semantic, short-circuiting, per scope.
+
+Checks run in that order so that neither an exact nor a recent repeat ever pays
+for the model. A batch is decided as if its events arrived one by one: I/O is
+batched (one lookup for all hashes, one model call, one batched search) and an
+in-memory overlay carries the memories decided earlier in the same batch.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+
+import numpy as np
+
+from consumer.engine.models import (
+    BatchPlan,
+    Candidate,
+    CheckRun,
+    MemoryRecord,
+    Outcome,
+    Scope,
+    ScoredMemory,
+    SimilarityQuery,
+)
+from consumer.engine.recent import RecentCache, RecentEntry, ScopedHash
+from consumer.engine.thresholds import ThresholdPolicy
+from consumer.typing import Embedder, MemoryStore
+from schemas import CheckName, Decision, DecisionReason
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _elapsed_ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 3)
+
+
+def _union(first: Sequence[str], second: Sequence[str]) -> list[str]:
+    """Order-preserving union, so merged lists are stable across replays."""
+    return list(dict.fromkeys([*first, *second]))
+
+
+@dataclass(slots=True)
+class _BatchState:
+    """What the batch has decided so far, before it is durable."""
+
+    plan: BatchPlan
+    stored: dict[str, MemoryRecord]
+    vectors: dict[str, list[float]]
+    neighbours: dict[str, list[ScoredMemory]]
+    staged_recent: dict[ScopedHash, str] = field(default_factory=dict)
+    new_in_scope: dict[Scope, list[str]] = field(default_factory=dict)
+    exact_ms: float = 0.0
+    semantic_ms: float = 0.0
+
+    def current(self, memory_id: str) -> MemoryRecord | None:
+        return self.plan.writes.get(memory_id) or self.stored.get(memory_id)
+
+
+class DedupEngine:
+    def __init__(
+        self,
+        *,
+        store: MemoryStore,
+        embedder: Embedder,
+        policy: ThresholdPolicy,
+        recent: RecentCache,
+        search_limit: int = 5,
+        clock: Callable[[], datetime] = _utcnow,
+    ) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._policy = policy
+        self._recent = recent
+        self._search_limit = search_limit
+        self._clock = clock
+
+    @property
+    def recent(self) -> RecentCache:
+        return self._recent
+
+    async def decide(self, partition: int, candidates: Sequence[Candidate]) -> BatchPlan:
+        """Decide candidates of one partition in order. Writes nothing: the caller
+        stores `plan.writes`, then calls `commit`."""
+        plan = BatchPlan(partition=partition)
+        if not candidates:
+            return plan
+
+        cached = {c.scoped_hash: self._recent.get(c.scoped_hash) for c in candidates}
+        lookup_ids = {c.memory_id for c in candidates}
+        lookup_ids.update(entry.memory_id for entry in cached.values() if entry is not None)
+        started = time.perf_counter()
+        stored = await self._store.get_memories(partition, sorted(lookup_ids))
+        state = _BatchState(plan=plan, stored=stored, vectors={}, neighbours={})
+        state.exact_ms = _elapsed_ms(started)
+
+        to_embed = self._needing_embedding(candidates, stored, cached)
+        await self._embed_and_search(partition, to_embed, state)
+
+        for candidate in candidates:
+            plan.outcomes.append(await self._decide_one(partition, candidate, cached, state))
+        return plan
+
+    def commit(self, plan: BatchPlan) -> None:
+        """Record a durable plan in the recent cache. Only after the store write:
+        a retried batch must not see its own failed attempt."""
+        for outcome in plan.outcomes:
+            self._recent.put(
+                outcome.candidate.scoped_hash, outcome.memory.memory_id, plan.partition
+            )
+
+    def _needing_embedding(
+        self,
+        candidates: Sequence[Candidate],
+        stored: dict[str, MemoryRecord],
+        cached: dict[ScopedHash, RecentEntry | None],
+    ) -> list[Candidate]:
+        seen: set[ScopedHash] = set()
+        needing: list[Candidate] = []
+        for candidate in candidates:
+            key = candidate.scoped_hash
+            repeat = key in seen
+            seen.add(key)
+            if repeat or candidate.memory_id in stored or cached.get(key) is not None:
+                continue
+            needing.append(candidate)
+        return needing
+
+    async def _embed_and_search(
+        self, partition: int, candidates: Sequence[Candidate], state: _BatchState
+    ) -> None:
+        if not candidates:
+            return
+        started = time.perf_counter()
+        texts = list(dict.fromkeys(c.normalized for c in candidates))
+        matrix = await self._embedder.embed(texts)
+        for text, row in zip(texts, matrix, strict=True):
+            state.vectors[text] = [float(x) for x in row]
+        queries = [
+            SimilarityQuery(c.scope, state.vectors[c.normalized], self._search_limit)
+            for c in candidates
+        ]
+        results = await self._store.search(partition, queries)
+        for candidate, found in zip(candidates, results, strict=True):
+            state.neighbours[candidate.event.event_id] = found
+        state.semantic_ms = _elapsed_ms(started)
+
+    async def _vector_for(self, partition: int, candidate: Candidate, state: _BatchState) -> None:
+        """Rare path: a recent entry pointed at a memory that is gone."""
+        if candidate.normalized not in state.vectors:
+            await self._embed_and_search(partition, [candidate], state)
+        elif candidate.event.event_id not in state.neighbours:
+            query = SimilarityQuery(
+                candidate.scope, state.vectors[candidate.normalized], self._search_limit
+            )
+            state.neighbours[candidate.event.event_id] = (
+                await self._store.search(partition, [query])
+            )[0]
+
+    async def _decide_one(
+        self,
+        partition: int,
+        candidate: Candidate,
+        cached: dict[ScopedHash, RecentEntry | None],
+        state: _BatchState,
+    ) -> Outcome:
+        checks: list[CheckRun] = []
+        key = candidate.scoped_hash
+
+        exact = state.stored.get(candidate.memory_id)
+        checks.append(CheckRun(CheckName.EXACT, exact is not None, state.exact_ms))
+        if exact is not None:
+            return self._skip(candidate, state, exact.memory_id, DecisionReason.EXACT, checks)
+
+        started = time.perf_counter()
+        recent_id = state.staged_recent.get(key)
+        if recent_id is None and (entry := cached.get(key)) is not None:
+            recent_id = entry.memory_id
+        recent_memory = state.current(recent_id) if recent_id else None
+        checks.append(CheckRun(CheckName.RECENT, recent_memory is not None, _elapsed_ms(started)))
+        if recent_memory is not None:
+            return self._skip(
+                candidate, state, recent_memory.memory_id, DecisionReason.RECENT, checks
+            )
+
+        await self._vector_for(partition, candidate, state)
+        best = self._best_match(candidate, state)
+        bands = self._policy.bands_for(candidate.event.namespace)
+        score = best.score if best is not None else None
+        decision, threshold = (
+            bands.classify(best.score) if best is not None else (Decision.ACCEPTED, None)
+        )
+        checks.append(
+            CheckRun(
+                CheckName.SEMANTIC, decision is not Decision.ACCEPTED, state.semantic_ms, score
+            )
+        )
+        if best is not None and decision is Decision.SKIPPED:
+            return self._skip(
+                candidate,
+                state,
+                best.memory.memory_id,
+                DecisionReason.SEMANTIC,
+                checks,
+                similarity=best.score,
+                threshold=threshold,
+            )
+        if best is not None and decision is Decision.MERGED:
+            return self._merge(candidate, state, best, threshold, checks)
+        return self._accept(candidate, state, checks)
+
+    def _best_match(self, candidate: Candidate, state: _BatchState) -> ScoredMemory | None:
+        best: ScoredMemory | None = None
+        for found in state.neighbours.get(candidate.event.event_id, []):
+            memory = state.current(found.memory.memory_id) or found.memory
+            if best is None or found.score > best.score:
+                best = ScoredMemory(memory, found.score)
+        vector = np.asarray(state.vectors[candidate.normalized], dtype=np.float32)
+        for memory_id in state.new_in_scope.get(candidate.scope, []):
+            memory = state.plan.writes[memory_id]
+            assert memory.vector is not None
+            score = float(np.dot(vector, np.asarray(memory.vector, dtype=np.float32)))
+            if best is None or score > best.score:
+                best = ScoredMemory(memory, score)
+        return best
+
+    def _skip(
+        self,
+        candidate: Candidate,
+        state: _BatchState,
+        memory_id: str,
+        reason: DecisionReason,
+        checks: list[CheckRun],
+        *,
+        similarity: float | None = None,
+        threshold: float | None = None,
+    ) -> Outcome:
+        memory = state.current(memory_id)
+        assert memory is not None
+        state.staged_recent[candidate.scoped_hash] = memory_id
+        return Outcome(
+            candidate=candidate,
+            decision=Decision.SKIPPED,
+            reason=reason,
+            memory=replace(memory),
+            similarity=similarity,
+            threshold=threshold,
+            checks=tuple(checks),
+            decided_at=self._clock(),
+        )
+
+    def _merge(
+        self,
+        candidate: Candidate,
+        state: _BatchState,
+        best: ScoredMemory,
+        threshold: float | None,
+        checks: list[CheckRun],
+    ) -> Outcome:
+        target = best.memory
+        now = self._clock()
+        event = candidate.event
+        merged = replace(
+            target,
+            importance=max(target.importance, event.importance),
+            topics=_union(target.topics, event.topics),
+            entities=_union(target.entities, event.entities),
+            merged_event_ids=_union(target.merged_event_ids, [event.event_id]),
+            updated_at=now,
+        )
+        state.plan.writes[merged.memory_id] = merged
+        state.staged_recent[candidate.scoped_hash] = merged.memory_id
+        return Outcome(
+            candidate=candidate,
+            decision=Decision.MERGED,
+            reason=DecisionReason.SEMANTIC,
+            memory=replace(merged),
+            similarity=best.score,
+            threshold=threshold,
+            checks=tuple(checks),
+            decided_at=now,
+        )
+
+    def _accept(self, candidate: Candidate, state: _BatchState, checks: list[CheckRun]) -> Outcome:
+        now = self._clock()
+        event = candidate.event
+        memory = MemoryRecord(
+            memory_id=candidate.memory_id,
+            tenant_id=event.tenant_id,
+            namespace=event.namespace,
+            content=event.content.strip(),
+            content_hash=candidate.content_hash,
+            importance=event.importance,
+            topics=_union(event.topics, []),
+            entities=_union(event.entities, []),
+            merged_event_ids=[],
+            origin_event_id=event.event_id,
+            created_at=now,
+            updated_at=now,
+            vector=state.vectors[candidate.normalized],
+        )
+        state.plan.writes[memory.memory_id] = memory
+        state.new_in_scope.setdefault(candidate.scope, []).append(memory.memory_id)
+        state.staged_recent[candidate.scoped_hash] = memory.memory_id
+        return Outcome(
+            candidate=candidate,
+            decision=Decision.ACCEPTED,
+            reason=DecisionReason.NEW,
+            memory=replace(memory),
+            similarity=None,
+            threshold=None,
+            checks=tuple(checks),
+            decided_at=now,
+        )

@@ -1,0 +1,127 @@
+"""Plain data the engine works on. Pydantic stays at the edges (schemas/, settings)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from schemas import CheckName, Decision, DecisionReason, MemoryExtracted
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Deduplication never crosses a (tenant, namespace) pair."""
+
+    tenant_id: str
+    namespace: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecordRef:
+    topic: str
+    partition: int
+    offset: int
+
+
+@dataclass(slots=True)
+class MemoryRecord:
+    """A stored memory: the payload of a point plus its vector."""
+
+    memory_id: str
+    tenant_id: str
+    namespace: str
+    content: str
+    content_hash: str
+    importance: float
+    topics: list[str]
+    entities: list[str]
+    merged_event_ids: list[str]
+    origin_event_id: str
+    created_at: datetime
+    updated_at: datetime
+    vector: list[float] | None = None
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(self.tenant_id, self.namespace)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredMemory:
+    memory: MemoryRecord
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class SimilarityQuery:
+    scope: Scope
+    vector: list[float]
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionRecord:
+    """What was decided for one event, kept so a redelivery re-emits it verbatim."""
+
+    event_id: str
+    decision_id: str
+    tenant_id: str
+    namespace: str
+    content_hash: str
+    memory_id: str
+    decision: Decision
+    # The decision event exactly as first published.
+    event_json: str
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A validated input event, ready to be decided."""
+
+    event: MemoryExtracted
+    normalized: str
+    content_hash: str
+    memory_id: str
+    record: RecordRef
+    occurred_at: datetime
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(self.event.tenant_id, self.event.namespace)
+
+    @property
+    def scoped_hash(self) -> tuple[str, str, str]:
+        return (self.event.tenant_id, self.event.namespace, self.content_hash)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRun:
+    name: CheckName
+    hit: bool
+    duration_ms: float
+    score: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The result of the check pipeline for one candidate (seed 004's
+    DuplicateCheckResult, as data), with the memory as it stands afterwards."""
+
+    candidate: Candidate
+    decision: Decision
+    reason: DecisionReason
+    memory: MemoryRecord
+    similarity: float | None
+    threshold: float | None
+    checks: tuple[CheckRun, ...]
+    decided_at: datetime
+
+
+@dataclass(slots=True)
+class BatchPlan:
+    """Decisions for one partition's share of a batch, before anything is durable."""
+
+    partition: int
+    outcomes: list[Outcome] = field(default_factory=list)
+    # Final state of every memory created or changed in this batch, by id.
+    writes: dict[str, MemoryRecord] = field(default_factory=dict)

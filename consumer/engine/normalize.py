@@ -1,0 +1,66 @@
+"""Normalisation, content hashes and deterministic ids.
+
+Two texts that differ only in case, Unicode composition, spacing or surrounding
+punctuation are the same memory: they get one hash and therefore one point id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+import uuid
+from typing import Final
+
+# Fixed namespaces: changing either would re-key every stored memory and decision.
+MEMORY_ID_NAMESPACE: Final = uuid.UUID("6f1c2a9e-4d0b-5c7e-9a51-3b8f0e2d7c41")
+DECISION_ID_NAMESPACE: Final = uuid.UUID("0b7d3e52-91a4-5f6c-8e2d-7a1c4b9f3e60")
+
+_WHITESPACE = re.compile(r"\s+")
+
+
+# Sentence punctuation is always noise at an edge; other marks next to a digit are
+# meaning ("-5", "50%", "#7"), so they stay.
+_SENTENCE_PUNCTUATION: Final = frozenset(".,;:!?\u2026")
+
+
+def _is_trimmable(char: str, inner_neighbour: str) -> bool:
+    if char == " " or char in _SENTENCE_PUNCTUATION:
+        return True
+    category = unicodedata.category(char)
+    if not (category.startswith("P") or (category.startswith("S") and category != "Sc")):
+        return False
+    return not inner_neighbour.isdigit()
+
+
+def normalize_content(text: str) -> str:
+    """NFC, casefold, collapse whitespace, trim punctuation at both edges.
+
+    Currency signs, and signs or marks touching a digit, are kept ("$5", "-5" and
+    "50%" are not "5"); other punctuation at the edges carries no meaning.
+    """
+    folded = unicodedata.normalize("NFC", text).casefold()
+    # casefold can produce decomposed sequences (e.g. "İ"); recompose.
+    folded = unicodedata.normalize("NFC", folded)
+    collapsed = _WHITESPACE.sub(" ", folded).strip()
+    start, end = 0, len(collapsed)
+    while start < end and _is_trimmable(collapsed[start], collapsed[start + 1 : start + 2]):
+        start += 1
+    while end > start and _is_trimmable(collapsed[end - 1], collapsed[end - 2 : end - 1]):
+        end -= 1
+    return collapsed[start:end]
+
+
+def content_hash(normalized: str) -> str:
+    """Hex SHA-256 of normalised text."""
+    return hashlib.sha256(normalized.encode("utf-8")).hexdigest()
+
+
+def memory_id_for(tenant_id: str, namespace: str, hash_hex: str) -> str:
+    """UUIDv5 of the scope and the content hash: concurrent exact inserts converge."""
+    return str(uuid.uuid5(MEMORY_ID_NAMESPACE, f"{tenant_id}\x1f{namespace}\x1f{hash_hex}"))
+
+
+def decision_id_for(event_id: str) -> str:
+    """UUIDv5 of the event id: a replayed event keeps its decision id."""
+    return str(uuid.uuid5(DECISION_ID_NAMESPACE, event_id))

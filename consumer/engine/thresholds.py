@@ -1,0 +1,40 @@
+"""Similarity bands: >= duplicate threshold skips, >= merge threshold merges."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from schemas import Decision
+
+
+@dataclass(frozen=True, slots=True)
+class Bands:
+    duplicate_threshold: float
+    merge_threshold: float
+
+    def __post_init__(self) -> None:
+        for name in ("duplicate_threshold", "merge_threshold"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be within 0..1, got {value}")
+        if self.merge_threshold > self.duplicate_threshold:
+            raise ValueError("merge_threshold must be <= duplicate_threshold")
+
+    def classify(self, similarity: float) -> tuple[Decision, float | None]:
+        """The decision for a best match of this similarity, and the threshold that
+        decided it (None when no band was reached). Bounds are inclusive."""
+        if similarity >= self.duplicate_threshold:
+            return Decision.SKIPPED, self.duplicate_threshold
+        if similarity >= self.merge_threshold:
+            return Decision.MERGED, self.merge_threshold
+        return Decision.ACCEPTED, None
+
+
+@dataclass(frozen=True, slots=True)
+class ThresholdPolicy:
+    default: Bands
+    per_namespace: Mapping[str, Bands] = field(default_factory=dict)
+
+    def bands_for(self, namespace: str) -> Bands:
+        return self.per_namespace.get(namespace, self.default)

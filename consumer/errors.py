@@ -1,0 +1,18 @@
+"""Transient failures are retried with backoff and never dead-lettered; permanent
+ones are a property of the input and go to the DLQ."""
+
+
+class TransientError(Exception):
+    """May succeed if retried: infrastructure is down, slow or busy."""
+
+
+class StoreUnavailable(TransientError):
+    """The vector store cannot be reached or the shard is held elsewhere."""
+
+
+class EmbedderUnavailable(TransientError):
+    """The embedding model failed in a way that a retry may fix."""
+
+
+class PublishFailed(TransientError):
+    """The broker did not acknowledge a record."""

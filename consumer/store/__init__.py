@@ -1,0 +1,1 @@
+"""Vector store adapters: the embedded Qdrant engine and a Qdrant server."""

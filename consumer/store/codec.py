@@ -1,0 +1,92 @@
+"""Point payloads shared by both store adapters.
+
+Memories and decision records live in the same collection (or shard), told apart
+by `kind`, so that one upsert stores both atomically.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Final
+
+from consumer.engine.models import DecisionRecord, MemoryRecord
+from schemas import Decision
+
+KIND_FIELD: Final = "kind"
+MEMORY_KIND: Final = "memory"
+DECISION_KIND: Final = "decision"
+TENANT_FIELD: Final = "tenant_id"
+NAMESPACE_FIELD: Final = "namespace"
+HASH_FIELD: Final = "content_hash"
+EVENT_ID_FIELD: Final = "event_id"
+# Keyword indexes created with the collection; the tenant one is the Qdrant tenant key.
+INDEXED_FIELDS: Final = (TENANT_FIELD, NAMESPACE_FIELD, KIND_FIELD, HASH_FIELD, EVENT_ID_FIELD)
+
+
+def memory_payload(memory: MemoryRecord) -> dict[str, Any]:
+    return {
+        KIND_FIELD: MEMORY_KIND,
+        TENANT_FIELD: memory.tenant_id,
+        NAMESPACE_FIELD: memory.namespace,
+        HASH_FIELD: memory.content_hash,
+        "content": memory.content,
+        "importance": memory.importance,
+        "topics": list(memory.topics),
+        "entities": list(memory.entities),
+        "merged_event_ids": list(memory.merged_event_ids),
+        "origin_event_id": memory.origin_event_id,
+        "created_at": memory.created_at.isoformat(),
+        "updated_at": memory.updated_at.isoformat(),
+    }
+
+
+def memory_from_payload(
+    memory_id: str, payload: dict[str, Any], vector: list[float] | None
+) -> MemoryRecord:
+    return MemoryRecord(
+        memory_id=memory_id,
+        tenant_id=payload[TENANT_FIELD],
+        namespace=payload[NAMESPACE_FIELD],
+        content=payload["content"],
+        content_hash=payload[HASH_FIELD],
+        importance=float(payload["importance"]),
+        topics=list(payload["topics"]),
+        entities=list(payload["entities"]),
+        merged_event_ids=list(payload["merged_event_ids"]),
+        origin_event_id=payload["origin_event_id"],
+        created_at=datetime.fromisoformat(payload["created_at"]),
+        updated_at=datetime.fromisoformat(payload["updated_at"]),
+        vector=vector,
+    )
+
+
+def decision_payload(record: DecisionRecord) -> dict[str, Any]:
+    return {
+        KIND_FIELD: DECISION_KIND,
+        EVENT_ID_FIELD: record.event_id,
+        "decision_id": record.decision_id,
+        TENANT_FIELD: record.tenant_id,
+        NAMESPACE_FIELD: record.namespace,
+        HASH_FIELD: record.content_hash,
+        "memory_id": record.memory_id,
+        "decision": record.decision.value,
+        "event_json": record.event_json,
+    }
+
+
+def decision_from_payload(payload: dict[str, Any]) -> DecisionRecord:
+    return DecisionRecord(
+        event_id=payload[EVENT_ID_FIELD],
+        decision_id=payload["decision_id"],
+        tenant_id=payload[TENANT_FIELD],
+        namespace=payload[NAMESPACE_FIELD],
+        content_hash=payload[HASH_FIELD],
+        memory_id=payload["memory_id"],
+        decision=Decision(payload["decision"]),
+        event_json=payload["event_json"],
+    )
+
+
+def placeholder_vector(dimension: int) -> list[float]:
+    """Decision records need a vector; searches filter them out by kind."""
+    return [1.0] + [0.0] * (dimension - 1)

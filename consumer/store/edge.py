@@ -1,0 +1,241 @@
+"""Embedded store: Qdrant's engine in-process (qdrant-edge), one shard per input partition.
+
+A shard belongs to one process at a time (its WAL is locked), and a scope never
+spans partitions because records are keyed by scope. So each consumer opens the
+shards of the partitions it is assigned and closes them on revocation: several
+consumer processes on one machine can share one data directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+import structlog
+from qdrant_edge import (
+    CountRequest,
+    Distance,
+    EdgeConfig,
+    EdgeShard,
+    EdgeVectorParams,
+    FieldCondition,
+    Filter,
+    KeywordIndexParams,
+    MatchValue,
+    PayloadSchemaType,
+    Point,
+    Query,
+    QueryBatchRequest,
+    QueryRequest,
+    SearchParams,
+    UpdateOperation,
+)
+
+from consumer.engine.models import DecisionRecord, MemoryRecord, ScoredMemory, SimilarityQuery
+from consumer.engine.normalize import decision_id_for
+from consumer.errors import StoreUnavailable
+from consumer.store import codec
+
+T = TypeVar("T")
+log = structlog.get_logger(__name__)
+
+
+def _match(key: str, value: str) -> FieldCondition:
+    return FieldCondition(key=key, match=MatchValue(value))
+
+
+def _scope_filter(tenant_id: str | None, namespace: str | None, kind: str) -> Filter:
+    must: list[Any] = [_match(codec.KIND_FIELD, kind)]
+    if tenant_id is not None:
+        must.append(_match(codec.TENANT_FIELD, tenant_id))
+    if namespace is not None:
+        must.append(_match(codec.NAMESPACE_FIELD, namespace))
+    return Filter(must=must)
+
+
+class EdgeMemoryStore:
+    def __init__(self, *, root: Path, collection: str, topic: str) -> None:
+        self._root = root / collection
+        self._topic = topic
+        self._dimension = 0
+        self._shards: dict[int, Any] = {}
+        # One thread: shard calls are serialised and never block the event loop.
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="edge-store")
+
+    def shard_path(self, partition: int) -> Path:
+        return self._root / f"{self._topic}-{partition}"
+
+    @property
+    def open_partitions(self) -> frozenset[int]:
+        return frozenset(self._shards)
+
+    async def start(self, dimension: int) -> None:
+        self._dimension = dimension
+        await self._run(lambda: self._root.mkdir(parents=True, exist_ok=True))
+
+    async def _run(self, func: Callable[[], T]) -> T:
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, func)
+        except StoreUnavailable:
+            raise
+        except Exception as exc:  # the engine raises plain Exception for everything
+            raise StoreUnavailable(f"embedded store: {exc}") from exc
+
+    def _shard(self, partition: int) -> Any:
+        shard = self._shards.get(partition)
+        if shard is not None:
+            return shard
+        path = self.shard_path(partition)
+        if path.exists() and any(path.iterdir()):
+            shard = EdgeShard.load(str(path))
+        else:
+            path.mkdir(parents=True, exist_ok=True)
+            config = EdgeConfig(vectors=EdgeVectorParams(self._dimension, Distance.Cosine))
+            shard = EdgeShard.create(str(path), config)
+            for field in codec.INDEXED_FIELDS:
+                schema: Any = (
+                    KeywordIndexParams(is_tenant=True)
+                    if field == codec.TENANT_FIELD
+                    else PayloadSchemaType.Keyword
+                )
+                shard.update(UpdateOperation.create_field_index(field, schema))
+        self._shards[partition] = shard
+        log.info("shard_opened", partition=partition, path=str(path))
+        return shard
+
+    async def get_memories(
+        self, partition: int, memory_ids: Sequence[str]
+    ) -> dict[str, MemoryRecord]:
+        if not memory_ids:
+            return {}
+
+        def read() -> dict[str, MemoryRecord]:
+            records = self._shard(partition).retrieve(
+                list(memory_ids), with_payload=True, with_vector=True
+            )
+            found: dict[str, MemoryRecord] = {}
+            for record in records:
+                payload = record.payload or {}
+                if payload.get(codec.KIND_FIELD) == codec.MEMORY_KIND:
+                    memory_id = str(record.id)
+                    found[memory_id] = codec.memory_from_payload(
+                        memory_id, payload, list(record.vector)
+                    )
+            return found
+
+        return await self._run(read)
+
+    async def search(
+        self, partition: int, queries: Sequence[SimilarityQuery]
+    ) -> list[list[ScoredMemory]]:
+        if not queries:
+            return []
+
+        def run() -> list[list[ScoredMemory]]:
+            requests = [
+                QueryRequest(
+                    limit=query.limit,
+                    query=Query.Nearest(query.vector),
+                    filter=_scope_filter(
+                        query.scope.tenant_id, query.scope.namespace, codec.MEMORY_KIND
+                    ),
+                    with_payload=True,
+                    with_vector=True,
+                    # No background indexing in the embedded engine: exact search
+                    # over the payload-indexed scope is fast and always right.
+                    params=SearchParams(exact=True),
+                )
+                for query in queries
+            ]
+            batches = self._shard(partition).query_batch(QueryBatchRequest(requests))
+            return [
+                [
+                    ScoredMemory(
+                        codec.memory_from_payload(
+                            str(point.id), point.payload or {}, list(point.vector or [])
+                        ),
+                        float(point.score),
+                    )
+                    for point in points
+                ]
+                for points in batches
+            ]
+
+        return await self._run(run)
+
+    async def get_decisions(
+        self, partition: int, event_ids: Sequence[str]
+    ) -> dict[str, DecisionRecord]:
+        if not event_ids:
+            return {}
+
+        def read() -> dict[str, DecisionRecord]:
+            ids = [decision_id_for(event_id) for event_id in event_ids]
+            records = self._shard(partition).retrieve(ids, with_payload=True, with_vector=False)
+            found = [codec.decision_from_payload(r.payload or {}) for r in records]
+            return {record.event_id: record for record in found}
+
+        return await self._run(read)
+
+    async def write(
+        self,
+        partition: int,
+        memories: Sequence[MemoryRecord],
+        decisions: Sequence[DecisionRecord],
+    ) -> None:
+        if not memories and not decisions:
+            return
+        placeholder = codec.placeholder_vector(self._dimension)
+        points = [
+            Point(m.memory_id, list(m.vector or []), codec.memory_payload(m)) for m in memories
+        ]
+        points.extend(
+            Point(d.decision_id, placeholder, codec.decision_payload(d)) for d in decisions
+        )
+
+        def apply() -> None:
+            shard = self._shard(partition)
+            shard.update(UpdateOperation.upsert_points(points))
+            # Durable before the offsets that produced it are committed.
+            shard.flush()
+
+        await self._run(apply)
+
+    async def count_memories(
+        self,
+        partition: int | None = None,
+        tenant_id: str | None = None,
+        namespace: str | None = None,
+    ) -> int:
+        def count() -> int:
+            partitions = [partition] if partition is not None else sorted(self._shards)
+            request = CountRequest(
+                exact=True, filter=_scope_filter(tenant_id, namespace, codec.MEMORY_KIND)
+            )
+            return sum(self._shard(p).count(request) for p in partitions)
+
+        return await self._run(count)
+
+    async def release_partitions(self, partitions: Iterable[int]) -> None:
+        wanted = list(partitions)
+
+        def close() -> None:
+            for partition in wanted:
+                shard = self._shards.pop(partition, None)
+                if shard is not None:
+                    shard.flush()
+                    shard.close()
+                    log.info("shard_closed", partition=partition)
+
+        await self._run(close)
+
+    async def ping(self) -> None:
+        await self._run(lambda: None)
+
+    async def close(self) -> None:
+        await self.release_partitions(list(self._shards))
+        self._executor.shutdown(wait=True)

@@ -1,0 +1,218 @@
+"""Qdrant server (or cluster) through qdrant-client's AsyncQdrantClient.
+
+All consumers share one collection, so partitions need no handling here. Tests
+drive the same adapter through qdrant-client's local mode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TypeVar
+
+import httpx
+from qdrant_client import AsyncQdrantClient, models
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+from consumer.engine.models import DecisionRecord, MemoryRecord, ScoredMemory, SimilarityQuery
+from consumer.engine.normalize import decision_id_for
+from consumer.errors import StoreUnavailable
+from consumer.store import codec
+
+T = TypeVar("T")
+
+_TRANSIENT = (
+    ResponseHandlingException,
+    httpx.HTTPError,
+    OSError,
+    asyncio.TimeoutError,
+    ConnectionError,
+)
+
+
+def _match(key: str, value: str) -> models.FieldCondition:
+    return models.FieldCondition(key=key, match=models.MatchValue(value=value))
+
+
+def _scope_filter(tenant_id: str | None, namespace: str | None, kind: str) -> models.Filter:
+    must: list[models.Condition] = [_match(codec.KIND_FIELD, kind)]
+    if tenant_id is not None:
+        must.append(_match(codec.TENANT_FIELD, tenant_id))
+    if namespace is not None:
+        must.append(_match(codec.NAMESPACE_FIELD, namespace))
+    return models.Filter(must=must)
+
+
+class QdrantServerStore:
+    def __init__(
+        self, *, client: AsyncQdrantClient, collection: str, payload_indexes: bool = True
+    ) -> None:
+        self._client = client
+        self._collection = collection
+        self._payload_indexes = payload_indexes
+        self._dimension = 0
+
+    @classmethod
+    def connect(
+        cls,
+        *,
+        collection: str,
+        url: str | None = None,
+        api_key: str | None = None,
+        location: str | None = None,
+        timeout_s: float = 10.0,
+    ) -> QdrantServerStore:
+        if url:
+            client = AsyncQdrantClient(url=url, api_key=api_key, timeout=int(timeout_s))
+            return cls(client=client, collection=collection)
+        # Local mode ignores payload indexes (and warns about them).
+        client = AsyncQdrantClient(location=location or ":memory:")
+        return cls(client=client, collection=collection, payload_indexes=False)
+
+    async def _call(self, func: Callable[[], Awaitable[T]]) -> T:
+        try:
+            return await func()
+        except UnexpectedResponse as exc:
+            if exc.status_code is not None and (exc.status_code >= 500 or exc.status_code == 429):
+                raise StoreUnavailable(f"qdrant answered {exc.status_code}") from exc
+            raise
+        except _TRANSIENT as exc:
+            raise StoreUnavailable(f"qdrant unreachable: {type(exc).__name__}: {exc}") from exc
+
+    async def start(self, dimension: int) -> None:
+        self._dimension = dimension
+
+        async def ensure() -> None:
+            if await self._client.collection_exists(self._collection):
+                return
+            await self._client.create_collection(
+                self._collection,
+                vectors_config=models.VectorParams(size=dimension, distance=models.Distance.COSINE),
+            )
+            for field in codec.INDEXED_FIELDS if self._payload_indexes else ():
+                schema: models.PayloadSchemaType | models.KeywordIndexParams = (
+                    models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True)
+                    if field == codec.TENANT_FIELD
+                    else models.PayloadSchemaType.KEYWORD
+                )
+                await self._client.create_payload_index(self._collection, field, schema)
+
+        await self._call(ensure)
+
+    async def get_memories(
+        self, partition: int, memory_ids: Sequence[str]
+    ) -> dict[str, MemoryRecord]:
+        if not memory_ids:
+            return {}
+        records = await self._call(
+            lambda: self._client.retrieve(
+                self._collection, list(memory_ids), with_payload=True, with_vectors=True
+            )
+        )
+        found: dict[str, MemoryRecord] = {}
+        for record in records:
+            payload = record.payload or {}
+            if payload.get(codec.KIND_FIELD) == codec.MEMORY_KIND:
+                found[str(record.id)] = codec.memory_from_payload(
+                    str(record.id), payload, _as_list(record.vector)
+                )
+        return found
+
+    async def search(
+        self, partition: int, queries: Sequence[SimilarityQuery]
+    ) -> list[list[ScoredMemory]]:
+        if not queries:
+            return []
+        requests = [
+            models.QueryRequest(
+                query=query.vector,
+                filter=_scope_filter(
+                    query.scope.tenant_id, query.scope.namespace, codec.MEMORY_KIND
+                ),
+                limit=query.limit,
+                with_payload=True,
+                with_vector=True,
+            )
+            for query in queries
+        ]
+        responses = await self._call(
+            lambda: self._client.query_batch_points(self._collection, requests)
+        )
+        return [
+            [
+                ScoredMemory(
+                    codec.memory_from_payload(
+                        str(point.id), point.payload or {}, _as_list(point.vector)
+                    ),
+                    float(point.score),
+                )
+                for point in response.points
+            ]
+            for response in responses
+        ]
+
+    async def get_decisions(
+        self, partition: int, event_ids: Sequence[str]
+    ) -> dict[str, DecisionRecord]:
+        if not event_ids:
+            return {}
+        ids = [decision_id_for(event_id) for event_id in event_ids]
+        records = await self._call(
+            lambda: self._client.retrieve(self._collection, ids, with_payload=True)
+        )
+        found = [codec.decision_from_payload(r.payload or {}) for r in records]
+        return {record.event_id: record for record in found}
+
+    async def write(
+        self,
+        partition: int,
+        memories: Sequence[MemoryRecord],
+        decisions: Sequence[DecisionRecord],
+    ) -> None:
+        if not memories and not decisions:
+            return
+        placeholder = codec.placeholder_vector(self._dimension)
+        points = [
+            models.PointStruct(
+                id=m.memory_id, vector=list(m.vector or []), payload=codec.memory_payload(m)
+            )
+            for m in memories
+        ]
+        points.extend(
+            models.PointStruct(
+                id=d.decision_id, vector=placeholder, payload=codec.decision_payload(d)
+            )
+            for d in decisions
+        )
+        # wait=True: acknowledged only once applied, before offsets are committed.
+        await self._call(lambda: self._client.upsert(self._collection, points, wait=True))
+
+    async def count_memories(
+        self,
+        partition: int | None = None,
+        tenant_id: str | None = None,
+        namespace: str | None = None,
+    ) -> int:
+        result = await self._call(
+            lambda: self._client.count(
+                self._collection,
+                count_filter=_scope_filter(tenant_id, namespace, codec.MEMORY_KIND),
+                exact=True,
+            )
+        )
+        return result.count
+
+    async def release_partitions(self, partitions: Iterable[int]) -> None:
+        """A shared server needs no hand-over between consumers."""
+
+    async def ping(self) -> None:
+        await self._call(self._client.get_collections)
+
+    async def close(self) -> None:
+        await self._client.close()
+
+
+def _as_list(vector: object) -> list[float] | None:
+    if isinstance(vector, list) and all(isinstance(x, float | int) for x in vector):
+        return [float(x) for x in vector]
+    return None

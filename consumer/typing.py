@@ -1,0 +1,93 @@
+"""Protocols the service is wired from; adapters live in consumer.store and
+consumer.embedding, fakes in tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from consumer.engine.models import DecisionRecord, MemoryRecord, ScoredMemory, SimilarityQuery
+
+Vectors = npt.NDArray[np.float32]
+
+
+class Embedder(Protocol):
+    """Turns texts into unit-length vectors, off the event loop."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    async def embed(self, texts: Sequence[str]) -> Vectors: ...
+
+    async def close(self) -> None: ...
+
+
+class MemoryStore(Protocol):
+    """Memories and decision records. `partition` is the input partition the scope
+    is keyed to: the embedded store keeps one shard per partition, a server ignores it.
+
+    Implementations raise consumer.errors.StoreUnavailable for anything that may
+    succeed on retry.
+    """
+
+    async def start(self, dimension: int) -> None: ...
+
+    async def get_memories(
+        self, partition: int, memory_ids: Sequence[str]
+    ) -> dict[str, MemoryRecord]: ...
+
+    async def search(
+        self, partition: int, queries: Sequence[SimilarityQuery]
+    ) -> list[list[ScoredMemory]]: ...
+
+    async def get_decisions(
+        self, partition: int, event_ids: Sequence[str]
+    ) -> dict[str, DecisionRecord]: ...
+
+    async def write(
+        self,
+        partition: int,
+        memories: Sequence[MemoryRecord],
+        decisions: Sequence[DecisionRecord],
+    ) -> None:
+        """Store memories and decision records together, in one operation."""
+        ...
+
+    async def count_memories(
+        self,
+        partition: int | None = None,
+        tenant_id: str | None = None,
+        namespace: str | None = None,
+    ) -> int: ...
+
+    async def release_partitions(self, partitions: Iterable[int]) -> None: ...
+
+    async def ping(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class RecordPublisher(Protocol):
+    """Publishes records and returns once the broker acknowledged all of them."""
+
+    async def publish_all(self, records: Sequence[OutgoingRecord]) -> None: ...
+
+
+class OutgoingRecord(Protocol):
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def key(self) -> bytes | None: ...
+
+    @property
+    def value(self) -> bytes: ...
+
+    @property
+    def headers(self) -> dict[str, str]: ...

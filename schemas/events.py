@@ -1,0 +1,196 @@
+"""Event contract v1: what producers send and what memdedup publishes.
+
+JSON on the wire. Other services import these models to produce input events and
+to read decision events; unknown fields are rejected on input so that a typo in a
+producer shows up as a dead letter instead of silently losing data.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, JsonValue
+from pydantic_core import PydanticCustomError
+
+SCHEMA_VERSION: Final = 1
+MAX_CONTENT_CHARS: Final = 8192
+MAX_METADATA_BYTES: Final = 16 * 1024
+MAX_TOPICS: Final = 32
+MAX_ENTITIES: Final = 64
+TENANT_PATTERN: Final = r"^[A-Za-z0-9._:@-]+$"
+NAMESPACE_PATTERN: Final = r"^[a-z0-9_-]+$"
+
+
+def scope_key(tenant_id: str, namespace: str) -> str:
+    """The record key producers must use: one scope always lands on one partition."""
+    return f"{tenant_id}/{namespace}"
+
+
+def memory_urn(tenant_id: str, namespace: str, memory_id: str) -> str:
+    return f"mem://{tenant_id}/{namespace}/{memory_id}"
+
+
+def _metadata_within_limit(value: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+    if size > MAX_METADATA_BYTES:
+        raise PydanticCustomError(
+            "too_large",
+            "metadata is {size} bytes serialised; the limit is {limit}",
+            {"size": size, "limit": MAX_METADATA_BYTES},
+        )
+    return value
+
+
+ShortText = Annotated[str, Field(min_length=1, max_length=256)]
+
+
+class SourceRef(BaseModel):
+    """Where in the agent platform the memory was extracted."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    agent_id: ShortText | None = None
+    session_id: ShortText | None = None
+    message_id: ShortText | None = None
+
+
+class MemoryExtracted(BaseModel):
+    """Input event on `memory.extracted`, keyed `{tenant_id}/{namespace}`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1]
+    event_id: Annotated[str, Field(min_length=1, max_length=128)]
+    tenant_id: Annotated[str, Field(min_length=1, max_length=128, pattern=TENANT_PATTERN)]
+    namespace: Annotated[str, Field(min_length=1, max_length=64, pattern=NAMESPACE_PATTERN)]
+    # The 1..8192 bound applies after normalisation, which the consumer checks; the
+    # raw bound only stops absurd payloads from being normalised at all.
+    content: Annotated[str, Field(min_length=1, max_length=4 * MAX_CONTENT_CHARS)]
+    importance: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5
+    topics: Annotated[list[ShortText], Field(max_length=MAX_TOPICS)] = []
+    entities: Annotated[list[ShortText], Field(max_length=MAX_ENTITIES)] = []
+    source: SourceRef | None = None
+    occurred_at: AwareDatetime | None = None
+    metadata: Annotated[dict[str, JsonValue], AfterValidator(_metadata_within_limit)] = {}
+
+    @property
+    def key(self) -> str:
+        return scope_key(self.tenant_id, self.namespace)
+
+
+class Decision(StrEnum):
+    ACCEPTED = "accepted"
+    MERGED = "merged"
+    SKIPPED = "skipped"
+
+
+class DecisionReason(StrEnum):
+    NEW = "new"
+    EXACT = "exact"
+    SEMANTIC = "semantic"
+    RECENT = "recent"
+
+
+class CheckName(StrEnum):
+    EXACT = "exact"
+    RECENT = "recent"
+    SEMANTIC = "semantic"
+
+
+class CheckReport(BaseModel):
+    """One check that ran for an event. Checks are batched, so `duration_ms` is the
+    time of the batched lookup that served this event."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: CheckName
+    hit: bool
+    duration_ms: float
+    score: float | None = None
+
+
+class StoredMemory(BaseModel):
+    """The memory as stored after the decision."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    memory_id: str
+    content: str
+    content_hash: str
+    importance: float
+    topics: list[str]
+    entities: list[str]
+    merged_event_ids: list[str]
+    origin_event_id: str
+    created_at: datetime
+    updated_at: datetime
+
+
+class RecordPosition(BaseModel):
+    """The input record a decision was taken for."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    topic: str
+    partition: int
+    offset: int
+
+
+class MemoryDecisionEvent(BaseModel):
+    """Published on `memory.accepted`, `memory.merged` or `memory.skipped`.
+
+    A redelivered or replayed input event re-emits this event byte for byte, so
+    consumers downstream deduplicate by `decision_id`.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    decision_id: str
+    event_id: str
+    tenant_id: str
+    namespace: str
+    decision: Decision
+    reason: DecisionReason
+    similarity: float | None
+    threshold: float | None
+    memory_id: str
+    memory_urn: str
+    memory: StoredMemory
+    checks: list[CheckReport]
+    model: str
+    decided_at: datetime
+    record: RecordPosition
+
+
+class DeadLetterCode(StrEnum):
+    INVALID_JSON = "invalid_json"
+    SCHEMA_VIOLATION = "schema_violation"
+    UNSUPPORTED_SCHEMA_VERSION = "unsupported_schema_version"
+    TOO_LARGE = "too_large"
+    EMPTY_CONTENT = "empty_content"
+    CONFLICTING_EVENT_ID = "conflicting_event_id"
+
+
+class DeadLetterHeaders(BaseModel):
+    """Headers of a record on `memory.dlq`; its value is the original bytes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    error_code: DeadLetterCode
+    error_detail: Annotated[str, Field(max_length=512)]
+    source_topic: str
+    source_partition: int
+    source_offset: int
+
+    def to_kafka(self) -> dict[str, str]:
+        return {k: str(v) for k, v in self.model_dump(mode="json").items()}
+
+    @classmethod
+    def from_kafka(cls, headers: Any) -> DeadLetterHeaders:
+        """Parse aiokafka-style `[(name, bytes)]` headers."""
+        values = {name: raw.decode() for name, raw in headers if name in cls.model_fields}
+        return cls.model_validate(values)
