@@ -1,0 +1,220 @@
+"""Running the real service against the local broker inside a test."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+from consumer.app import create_app
+from consumer.producer import key_for
+from consumer.settings import Settings, load_settings
+from consumer.store.edge import EdgeMemoryStore
+from consumer.store.server import QdrantServerStore
+from consumer.topics import ensure_topics
+from consumer.typing import Embedder, MemoryStore
+
+
+def make_settings(bootstrap: str, data_dir: Path, **overrides: Any) -> Settings:
+    """Unique topics and group per test, short timeouts for the local broker."""
+    prefix = f"t{uuid.uuid4().hex[:8]}"
+    values: dict[str, Any] = {
+        "kafka": {
+            "bootstrap_servers": bootstrap,
+            "group_id": f"{prefix}-group",
+            "session_timeout_ms": 1500,
+            "heartbeat_interval_ms": 500,
+            "batch_timeout_ms": 20,
+        },
+        "topics": {
+            "input": f"{prefix}.memory.extracted",
+            "accepted": f"{prefix}.memory.accepted",
+            "merged": f"{prefix}.memory.merged",
+            "skipped": f"{prefix}.memory.skipped",
+            "dlq": f"{prefix}.memory.dlq",
+            "partitions": 3,
+        },
+        "qdrant": {"path": str(data_dir)},
+        "retry": {"initial_backoff_s": 0.05, "max_backoff_s": 0.5, "max_elapsed_s": 2.0},
+    }
+    for section, fields in overrides.items():
+        values.setdefault(section, {}).update(fields)
+    return load_settings(**values)
+
+
+class StoreFactory:
+    """Hands out the store for each consumer run. An embedded store is reopened from
+    its directory each time (as a restarted process would); local mode keeps one
+    in-memory client, standing in for a server that outlives consumers."""
+
+    def __init__(self, kind: str, settings: Settings) -> None:
+        self.kind = kind
+        self._settings = settings
+        self._current: MemoryStore | None = None
+
+    async def open(self) -> MemoryStore:
+        if self.kind == "edge":
+            if self._current is not None:
+                await self._current.close()
+            self._current = EdgeMemoryStore(
+                root=self._settings.qdrant.path,
+                collection=self._settings.qdrant.collection,
+                topic=self._settings.topics.input,
+            )
+        elif self._current is None:
+            self._current = QdrantServerStore.connect(
+                collection=self._settings.qdrant.collection, location=":memory:"
+            )
+        return self._current
+
+    async def count(self) -> int:
+        store = await self.open()
+        await store.start(384)
+        total = 0
+        for partition in range(self._settings.topics.partitions):
+            total += await store.count_memories(partition=partition)
+            if self.kind != "edge":
+                return total
+        return total
+
+    async def close(self) -> None:
+        if self._current is not None:
+            await self._current.close()
+            self._current = None
+
+
+@asynccontextmanager
+async def running_consumer(
+    settings: Settings, embedder: Embedder, store: MemoryStore
+) -> AsyncIterator[None]:
+    app = create_app(settings, embedder=embedder, store=store)
+    await app.start()
+    try:
+        yield
+    finally:
+        await app.stop()
+        await store.release_partitions(range(settings.topics.partitions))
+
+
+def event(
+    event_id: str, content: str, tenant: str = "acme", namespace: str = "prefs", **extra: Any
+) -> dict[str, Any]:
+    return {
+        "schema_version": 1,
+        "event_id": event_id,
+        "tenant_id": tenant,
+        "namespace": namespace,
+        "content": content,
+        **extra,
+    }
+
+
+def encode(item: dict[str, Any] | bytes) -> bytes:
+    return item if isinstance(item, bytes) else json.dumps(item).encode()
+
+
+async def produce(
+    settings: Settings, items: Sequence[dict[str, Any] | bytes]
+) -> list[tuple[int, int]]:
+    """Publish in order; returns (partition, offset) of each record."""
+    await ensure_topics(settings)
+    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka.bootstrap_servers, acks="all")
+    await producer.start()
+    try:
+        futures = []
+        for item in items:
+            raw = encode(item)
+            futures.append(await producer.send(settings.topics.input, value=raw, key=key_for(raw)))
+        metadata = [await f for f in futures]
+        return [(m.partition, m.offset) for m in metadata]
+    finally:
+        await producer.stop()
+
+
+@dataclass(frozen=True)
+class Output:
+    topic: str
+    key: bytes | None
+    value: bytes
+    headers: dict[str, bytes]
+
+    @property
+    def body(self) -> dict[str, Any]:
+        return json.loads(self.value)  # type: ignore[no-any-return]
+
+
+async def read_outputs(
+    settings: Settings, *, at_least: int, timeout_s: float = 60.0, settle_s: float = 0.0
+) -> list[Output]:
+    """Everything on the decision and DLQ topics, from the beginning."""
+    topics = settings.topics
+    consumer = AIOKafkaConsumer(
+        topics.accepted,
+        topics.merged,
+        topics.skipped,
+        topics.dlq,
+        bootstrap_servers=settings.kafka.bootstrap_servers,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+    await consumer.start()
+    outputs: list[Output] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline and len(outputs) < at_least:
+            for records in (await consumer.getmany(timeout_ms=300)).values():
+                outputs.extend(
+                    Output(r.topic, r.key, r.value, dict(r.headers or ())) for r in records
+                )
+        settle_until = time.monotonic() + settle_s
+        while time.monotonic() < settle_until:
+            for records in (await consumer.getmany(timeout_ms=200)).values():
+                outputs.extend(
+                    Output(r.topic, r.key, r.value, dict(r.headers or ())) for r in records
+                )
+    finally:
+        await consumer.stop()
+    return outputs
+
+
+def decisions_by_event(
+    outputs: Sequence[Output], settings: Settings
+) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = {}
+    for output in outputs:
+        if output.topic != settings.topics.dlq:
+            found.setdefault(output.body["event_id"], []).append(output.body)
+    return found
+
+
+async def committed_offsets(settings: Settings) -> dict[int, int | None]:
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=settings.kafka.bootstrap_servers,
+        group_id=settings.kafka.group_id,
+        enable_auto_commit=False,
+    )
+    await consumer.start()
+    try:
+        return {
+            p: await consumer.committed(TopicPartition(settings.topics.input, p))
+            for p in range(settings.topics.partitions)
+        }
+    finally:
+        await consumer.stop()
+
+
+async def wait_until(predicate: Any, timeout_s: float, interval_s: float = 0.2) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if await predicate():
+            return True
+        await asyncio.sleep(interval_s)
+    return False

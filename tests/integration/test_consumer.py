@@ -1,0 +1,298 @@
+"""The service end to end: local broker, real model, both store adapters."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from consumer.store.edge import EdgeMemoryStore
+from schemas import DeadLetterHeaders, MemoryDecisionEvent
+from tests.integration.harness import (
+    StoreFactory,
+    committed_offsets,
+    decisions_by_event,
+    encode,
+    event,
+    make_settings,
+    produce,
+    read_outputs,
+    running_consumer,
+    wait_until,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+STORE_KINDS = ["edge", "local"]
+
+
+@pytest.fixture(params=STORE_KINDS)
+def store_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def only(decisions: dict[str, list[dict[str, Any]]], event_id: str) -> dict[str, Any]:
+    copies = decisions[event_id]
+    assert len(copies) == 1, f"{event_id} was decided {len(copies)} times"
+    return copies[0]
+
+
+async def test_decisions_for_each_tier_and_scope(
+    local_broker: Any, real_embedder: Any, tmp_path: Path, store_kind: str
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    stores = StoreFactory(store_kind, settings)
+    base = [
+        event("e1", "User prefers Python for backend work", importance=0.4, topics=["code"]),
+        event("e2", "User drinks coffee every morning"),
+        event("e3", "User is allergic to peanuts", namespace="bio", importance=0.9),
+    ]
+    follow_up = [
+        event("e4", "  user PREFERS python   for backend work. "),
+        event("e5", "User prefers Python for backend development work"),
+        event(
+            "e6",
+            "The user has a peanut allergy",
+            namespace="bio",
+            importance=0.5,
+            topics=["health"],
+        ),
+        event("e7", "User enjoys green tea in the evening"),
+        event("e8", "User prefers Python for backend work", tenant="globex"),
+        event("e9", "User prefers Python for backend work", namespace="projects"),
+    ]
+    try:
+        async with running_consumer(settings, real_embedder, await stores.open()):
+            await produce(settings, base)
+            await read_outputs(settings, at_least=len(base))
+            await produce(settings, follow_up)
+            outputs = await read_outputs(
+                settings, at_least=len(base) + len(follow_up), settle_s=1.0
+            )
+        decisions = decisions_by_event(outputs, settings)
+        for body in (copy for copies in decisions.values() for copy in copies):
+            MemoryDecisionEvent.model_validate(body)
+
+        e1 = only(decisions, "e1")
+        assert (e1["decision"], e1["reason"]) == ("accepted", "new")
+        assert e1["memory_urn"] == f"mem://acme/prefs/{e1['memory_id']}"
+
+        exact = only(decisions, "e4")
+        assert (exact["decision"], exact["reason"]) == ("skipped", "exact")
+        assert exact["memory_id"] == e1["memory_id"]
+        assert exact["similarity"] is None
+        assert exact["threshold"] is None
+        assert [c["name"] for c in exact["checks"]] == ["exact"]
+
+        paraphrase = only(decisions, "e5")
+        assert paraphrase["reason"] == "semantic"
+        assert paraphrase["decision"] in {"skipped", "merged"}
+        assert paraphrase["memory_id"] == e1["memory_id"]
+        assert paraphrase["similarity"] >= paraphrase["threshold"]
+
+        merged = only(decisions, "e6")
+        assert (merged["decision"], merged["reason"]) == ("merged", "semantic")
+        assert merged["memory_id"] == only(decisions, "e3")["memory_id"]
+        assert merged["memory"]["content"] == "User is allergic to peanuts"
+        assert merged["memory"]["importance"] == 0.9
+        assert merged["memory"]["topics"] == ["health"]
+        assert merged["memory"]["merged_event_ids"] == ["e6"]
+
+        for distinct in ("e7", "e8", "e9"):
+            body = only(decisions, distinct)
+            assert (body["decision"], body["reason"]) == ("accepted", "new"), distinct
+        assert only(decisions, "e8")["memory_id"] != e1["memory_id"]
+        assert only(decisions, "e9")["memory_id"] != e1["memory_id"]
+        assert await stores.count() == 6  # e1, e2, e3, e7, e8, e9
+    finally:
+        await stores.close()
+
+
+async def test_in_batch_repeats_are_caught_by_the_recent_check(
+    local_broker: Any, real_embedder: Any, tmp_path: Path, store_kind: str
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    stores = StoreFactory(store_kind, settings)
+    # Published before the consumer starts, so one fetch returns them together.
+    items = [
+        event("r1", "User's daughter is named Emma"),
+        event("r2", "user's daughter is named EMMA!"),
+        event("r3", "User's   daughter is named Emma"),
+    ]
+    await produce(settings, items)
+    try:
+        async with running_consumer(settings, real_embedder, await stores.open()):
+            outputs = await read_outputs(settings, at_least=3, settle_s=0.5)
+        decisions = decisions_by_event(outputs, settings)
+        first = only(decisions, "r1")
+        assert first["decision"] == "accepted"
+        for repeat in ("r2", "r3"):
+            body = only(decisions, repeat)
+            assert (body["decision"], body["reason"]) == ("skipped", "recent")
+            assert body["memory_id"] == first["memory_id"]
+            assert [(c["name"], c["hit"]) for c in body["checks"]] == [
+                ("exact", False),
+                ("recent", True),
+            ]
+        assert await stores.count() == 1
+    finally:
+        await stores.close()
+
+
+async def test_every_dead_letter_code_keeps_the_original_bytes(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path, topics={"partitions": 1})
+    secret = "Sekret memory text 4711"
+
+    def raw_event(**fields: Any) -> bytes:
+        return json.dumps({**event("d0", secret), **fields}).encode()
+
+    bad: dict[str, bytes] = {
+        "invalid_json": raw_event()[:-1],
+        "schema_violation": raw_event(event_id="d2", contnet="typo"),
+        "unsupported_schema_version": raw_event(event_id="d3", schema_version=2),
+        "too_large": raw_event(event_id="d4", content=(secret + " ") * 800),
+        "empty_content": raw_event(event_id="d5", content=" ... "),
+    }
+    good = event("d6", secret)
+    conflicting = event("d6", secret + " but different")
+    items: list[Any] = [*bad.values(), good, conflicting]
+    positions = await produce(settings, items)
+    stores = StoreFactory("edge", settings)
+    try:
+        async with running_consumer(settings, real_embedder, await stores.open()):
+            outputs = await read_outputs(settings, at_least=len(items), settle_s=0.5)
+    finally:
+        await stores.close()
+    dead = [o for o in outputs if o.topic == settings.topics.dlq]
+    by_code = {o.headers["error_code"].decode(): o for o in dead}
+    assert len(dead) == len(by_code) == len(bad) + 1
+    assert set(by_code) == {*bad, "conflicting_event_id"}
+    for code, raw in bad.items():
+        assert by_code[code].value == raw, code
+    assert by_code["conflicting_event_id"].value == encode(conflicting)
+    for code, output in by_code.items():
+        headers = DeadLetterHeaders.from_kafka(list(output.headers.items()))
+        assert headers.error_code.value == code
+        assert headers.source_topic == settings.topics.input
+        assert (headers.source_partition, headers.source_offset) in positions
+        assert headers.error_detail
+        assert secret.lower() not in headers.error_detail.lower()
+    accepted = [o for o in outputs if o.topic == settings.topics.accepted]
+    assert [o.body["event_id"] for o in accepted] == ["d6"]
+
+
+async def test_redelivered_events_reemit_identical_decisions_and_store_nothing(
+    local_broker: Any, real_embedder: Any, tmp_path: Path, store_kind: str
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    stores = StoreFactory(store_kind, settings)
+    items = [
+        event("p1", "User prefers Python for backend work"),
+        event("p2", "User prefers Python for backend development work"),
+        event("p3", "Python is the user's preferred language for backend work", topics=["lang"]),
+        event("p4", "User lives in Paris"),
+        event("p4b", "user lives in paris"),
+    ]
+    await produce(settings, items)
+    try:
+        async with running_consumer(settings, real_embedder, await stores.open()):
+            first = await read_outputs(settings, at_least=len(items), settle_s=0.5)
+        memories = await stores.count()
+        # A second group reads the topic from the start: every event is delivered again.
+        again = settings.model_copy(
+            update={
+                "kafka": settings.kafka.model_copy(
+                    update={"group_id": settings.kafka.group_id + "-again"}
+                )
+            }
+        )
+        async with running_consumer(again, real_embedder, await stores.open()):
+            both = await read_outputs(settings, at_least=2 * len(items), settle_s=1.0)
+        assert await stores.count() == memories
+    finally:
+        await stores.close()
+    first_values = sorted(o.value for o in first)
+    values = sorted(o.value for o in both)
+    assert len(first_values) == len(items)
+    # Each decision appears exactly twice, byte for byte.
+    assert values == sorted(first_values * 2)
+
+
+async def test_offsets_are_not_committed_while_the_store_is_down(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path, topics={"partitions": 1})
+    stores = StoreFactory("edge", settings)
+    # Another owner holds the partition's shard: the consumer cannot open it.
+    holder = EdgeMemoryStore(
+        root=settings.qdrant.path,
+        collection=settings.qdrant.collection,
+        topic=settings.topics.input,
+    )
+    await holder.start(real_embedder.dimension)
+    await holder.count_memories(partition=0)
+    facts = [
+        "User grows tomatoes in the garden",
+        "User's car is a red hatchback",
+        "User is learning Japanese",
+        "User's birthday is in March",
+        "User works night shifts at a hospital",
+    ]
+    items = [event(f"s{i}", fact) for i, fact in enumerate(facts)]
+    await produce(settings, items)
+    try:
+        async with running_consumer(settings, real_embedder, await stores.open()):
+            await asyncio.sleep(4.0)  # two retry windows of max_elapsed_s
+            assert await read_outputs(settings, at_least=1, timeout_s=1.0) == []
+            assert await committed_offsets(settings) == {0: None}
+
+            await holder.close()  # the store comes back
+
+            async def all_committed() -> bool:
+                return await committed_offsets(settings) == {0: len(items)}
+
+            assert await wait_until(all_committed, timeout_s=30)
+            outputs = await read_outputs(settings, at_least=len(items), settle_s=0.5)
+        assert sorted(o.body["event_id"] for o in outputs) == sorted(i["event_id"] for i in items)
+        assert all(o.topic == settings.topics.accepted for o in outputs)
+    finally:
+        await stores.close()
+
+
+async def test_restart_resumes_from_committed_offsets(
+    local_broker: Any, real_embedder: Any, tmp_path: Path, store_kind: str
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    stores = StoreFactory(store_kind, settings)
+    first = [
+        event(f"a{i}", f"User owns {name}")
+        for i, name in enumerate(["a cat", "a bicycle", "a piano"])
+    ]
+    second = [
+        event(f"b{i}", f"User visited {city} last year") for i, city in enumerate(["Rome", "Oslo"])
+    ]
+    try:
+        async with running_consumer(settings, real_embedder, await stores.open()):
+            await produce(settings, first)
+            await read_outputs(settings, at_least=len(first))
+
+            async def committed_first() -> bool:
+                offsets = await committed_offsets(settings)
+                return sum(o or 0 for o in offsets.values()) == len(first)
+
+            assert await wait_until(committed_first, timeout_s=15)
+        await produce(settings, second)  # while no consumer runs
+        async with running_consumer(settings, real_embedder, await stores.open()):
+            outputs = await read_outputs(settings, at_least=len(first) + len(second), settle_s=2.0)
+        decisions = decisions_by_event(outputs, settings)
+        assert sorted(decisions) == sorted(e["event_id"] for e in first + second)
+        assert all(len(copies) == 1 for copies in decisions.values()), decisions
+        offsets = await committed_offsets(settings)
+        assert sum(o or 0 for o in offsets.values()) == len(first) + len(second)
+    finally:
+        await stores.close()

@@ -1,0 +1,58 @@
+"""Fixtures of the unit suite: fake embedder and publisher, an embedded store in tmp_path."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from consumer.engine.dedup import DedupEngine
+from consumer.engine.recent import RecentCache
+from consumer.engine.thresholds import ThresholdPolicy
+from consumer.store.edge import EdgeMemoryStore
+
+from .helpers import DEFAULT_BANDS, DIMENSION, FIXED_NOW, INPUT_TOPIC, FakeEmbedder, FakePublisher
+
+
+@pytest.fixture
+def embedder() -> FakeEmbedder:
+    return FakeEmbedder()
+
+
+@pytest.fixture
+def publisher() -> FakePublisher:
+    return FakePublisher()
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[EdgeMemoryStore]:
+    edge = EdgeMemoryStore(root=tmp_path / "data", collection="memories", topic=INPUT_TOPIC)
+    await edge.start(DIMENSION)
+    try:
+        yield edge
+    finally:
+        await edge.close()
+
+
+EngineFactory = Callable[..., DedupEngine]
+
+
+@pytest.fixture
+def make_engine(store: EdgeMemoryStore, embedder: FakeEmbedder) -> EngineFactory:
+    def build(
+        *,
+        policy: ThresholdPolicy | None = None,
+        recent: RecentCache | None = None,
+        search_limit: int = 5,
+    ) -> DedupEngine:
+        return DedupEngine(
+            store=store,
+            embedder=embedder,
+            policy=policy or ThresholdPolicy(default=DEFAULT_BANDS),
+            recent=recent or RecentCache(ttl_s=300, max_entries=1000),
+            search_limit=search_limit,
+            clock=lambda: FIXED_NOW,
+        )
+
+    return build

@@ -1,0 +1,369 @@
+"""DedupEngine against the embedded store, with a fake embedder whose vectors the
+tests choose, so similarities are exact."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from consumer.engine.dedup import DedupEngine
+from consumer.engine.models import BatchPlan, Candidate, Outcome
+from consumer.engine.recent import RecentCache
+from consumer.engine.thresholds import Bands, ThresholdPolicy
+from consumer.store.edge import EdgeMemoryStore
+from schemas import CheckName, Decision, DecisionReason
+
+from .conftest import EngineFactory
+from .helpers import DEFAULT_BANDS, FIXED_NOW, FakeEmbedder, base_vector, make_candidate, unit_vector
+
+BASE = "The user prefers dark mode"
+NEAR = "User likes dark themes"  # similarity 0.95 with BASE: duplicate band
+CLOSE = "The user prefers a dark theme in the editor"  # 0.85: merge band
+FAR = "The user is learning Rust"  # 0.5: below merge
+
+
+@pytest.fixture
+def vectors(embedder: FakeEmbedder) -> FakeEmbedder:
+    embedder.set(BASE, base_vector())
+    embedder.set(NEAR, unit_vector(0.95, axis=1))
+    embedder.set(CLOSE, unit_vector(0.85, axis=2))
+    embedder.set(FAR, unit_vector(0.5, axis=3))
+    return embedder
+
+
+@pytest.fixture
+def engine(make_engine: EngineFactory, vectors: FakeEmbedder) -> DedupEngine:
+    return make_engine()
+
+
+async def persist(store: EdgeMemoryStore, engine: DedupEngine, plan: BatchPlan) -> None:
+    await store.write(plan.partition, list(plan.writes.values()), [])
+    engine.commit(plan)
+
+
+async def decide_and_store(
+    store: EdgeMemoryStore, engine: DedupEngine, *candidates: Candidate, partition: int = 0
+) -> list[Outcome]:
+    plan = await engine.decide(partition, list(candidates))
+    await persist(store, engine, plan)
+    return plan.outcomes
+
+
+def cand(event_id: str, content: str, offset: int = 0, **extra: Any) -> Candidate:
+    return make_candidate(event_id=event_id, content=content, offset=offset, **extra)
+
+
+def checks_of(outcome: Outcome) -> dict[CheckName, bool]:
+    return {check.name: check.hit for check in outcome.checks}
+
+
+async def test_empty_batch(engine: DedupEngine, embedder: FakeEmbedder) -> None:
+    plan = await engine.decide(0, [])
+    assert plan.outcomes == []
+    assert plan.writes == {}
+    assert embedder.calls == []
+
+
+async def test_new_memory_is_accepted(
+    engine: DedupEngine, embedder: FakeEmbedder, store: EdgeMemoryStore
+) -> None:
+    candidate = cand("e1", BASE + "!", importance=0.6, topics=["ui", "ui"], entities=["user"])
+    plan = await engine.decide(0, [candidate])
+    [outcome] = plan.outcomes
+    assert outcome.decision is Decision.ACCEPTED
+    assert outcome.reason is DecisionReason.NEW
+    assert outcome.similarity is None
+    assert outcome.threshold is None
+    memory = outcome.memory
+    assert memory.memory_id == candidate.memory_id
+    assert memory.content == BASE + "!"
+    assert memory.content_hash == candidate.content_hash
+    assert memory.importance == 0.6
+    assert memory.topics == ["ui"]
+    assert memory.entities == ["user"]
+    assert memory.merged_event_ids == []
+    assert memory.origin_event_id == "e1"
+    assert memory.created_at == memory.updated_at == FIXED_NOW
+    assert outcome.decided_at == FIXED_NOW
+    assert list(plan.writes) == [candidate.memory_id]
+    assert checks_of(outcome) == {
+        CheckName.EXACT: False,
+        CheckName.RECENT: False,
+        CheckName.SEMANTIC: False,
+    }
+    assert embedder.calls == [[candidate.normalized]]
+    # decide writes nothing.
+    assert await store.count_memories(0) == 0
+
+
+async def test_exact_repeat_from_earlier_batch_skips_without_model(
+    engine: DedupEngine, embedder: FakeEmbedder, store: EdgeMemoryStore
+) -> None:
+    [first] = await decide_and_store(store, engine, cand("e1", BASE))
+    calls_before = len(embedder.calls)
+    plan = await engine.decide(0, [cand("e2", "  the USER prefers dark mode. ", offset=1)])
+    [outcome] = plan.outcomes
+    assert outcome.decision is Decision.SKIPPED
+    assert outcome.reason is DecisionReason.EXACT
+    assert outcome.memory.memory_id == first.memory.memory_id
+    assert outcome.memory.content == BASE
+    assert outcome.similarity is None
+    assert plan.writes == {}
+    assert len(embedder.calls) == calls_before
+    assert checks_of(outcome) == {CheckName.EXACT: True}
+
+
+async def test_exact_repeat_found_in_store_without_recent_cache(
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: EdgeMemoryStore
+) -> None:
+    """A fresh consumer (empty cache) still finds the stored memory by id."""
+    await decide_and_store(store, make_engine(), cand("e1", BASE))
+    fresh = make_engine()
+    calls_before = len(vectors.calls)
+    [outcome] = (await fresh.decide(0, [cand("e2", BASE)])).outcomes
+    assert (outcome.decision, outcome.reason) == (Decision.SKIPPED, DecisionReason.EXACT)
+    assert len(vectors.calls) == calls_before
+
+
+async def test_in_batch_repeat_is_recent_and_model_called_once(
+    engine: DedupEngine, embedder: FakeEmbedder
+) -> None:
+    plan = await engine.decide(
+        0, [cand("e1", BASE, 0), cand("e2", BASE.upper() + ".", 1), cand("e3", BASE, 2)]
+    )
+    first, second, third = plan.outcomes
+    assert first.decision is Decision.ACCEPTED
+    for repeat in (second, third):
+        assert repeat.decision is Decision.SKIPPED
+        assert repeat.reason is DecisionReason.RECENT
+        assert repeat.memory.memory_id == first.memory.memory_id
+        assert checks_of(repeat) == {CheckName.EXACT: False, CheckName.RECENT: True}
+    assert embedder.calls == [[first.candidate.normalized]]
+    assert len(plan.writes) == 1
+
+
+async def test_semantic_duplicate_is_skipped(
+    engine: DedupEngine, embedder: FakeEmbedder, store: EdgeMemoryStore
+) -> None:
+    [first] = await decide_and_store(store, engine, cand("e1", BASE))
+    plan = await engine.decide(0, [cand("e2", NEAR, 1)])
+    [outcome] = plan.outcomes
+    assert outcome.decision is Decision.SKIPPED
+    assert outcome.reason is DecisionReason.SEMANTIC
+    assert outcome.similarity == pytest.approx(0.95, abs=1e-4)
+    assert outcome.threshold == DEFAULT_BANDS.duplicate_threshold
+    assert outcome.memory.memory_id == first.memory.memory_id
+    assert outcome.memory.content == BASE
+    assert plan.writes == {}
+    semantic = next(c for c in outcome.checks if c.name is CheckName.SEMANTIC)
+    assert semantic.hit is True
+    assert semantic.score == pytest.approx(0.95, abs=1e-4)
+    assert embedder.calls[-1] == [outcome.candidate.normalized]
+
+
+async def test_merge_band_merges_into_existing_memory(
+    engine: DedupEngine, store: EdgeMemoryStore
+) -> None:
+    [first] = await decide_and_store(
+        store,
+        engine,
+        cand("e1", BASE, importance=0.4, topics=["ui", "prefs"], entities=["user"]),
+    )
+    plan = await engine.decide(
+        0,
+        [cand("e2", CLOSE, 1, importance=0.9, topics=["prefs", "editor"], entities=["editor"])],
+    )
+    [outcome] = plan.outcomes
+    assert outcome.decision is Decision.MERGED
+    assert outcome.reason is DecisionReason.SEMANTIC
+    assert outcome.similarity == pytest.approx(0.85, abs=1e-4)
+    assert outcome.threshold == DEFAULT_BANDS.merge_threshold
+    merged = outcome.memory
+    assert merged.memory_id == first.memory.memory_id
+    assert merged.content == BASE
+    assert merged.content_hash == first.memory.content_hash
+    assert merged.topics == ["ui", "prefs", "editor"]
+    assert merged.entities == ["user", "editor"]
+    assert merged.importance == 0.9
+    assert merged.merged_event_ids == ["e2"]
+    assert merged.origin_event_id == "e1"
+    assert list(plan.writes) == [merged.memory_id]
+    assert plan.writes[merged.memory_id].vector == pytest.approx(list(base_vector()))
+
+    await persist(store, engine, plan)
+    stored = await store.get_memories(0, [merged.memory_id])
+    assert stored[merged.memory_id].merged_event_ids == ["e2"]
+    assert stored[merged.memory_id].topics == ["ui", "prefs", "editor"]
+    assert await store.count_memories(0) == 1
+
+
+async def test_merge_keeps_higher_existing_importance(
+    engine: DedupEngine, store: EdgeMemoryStore
+) -> None:
+    await decide_and_store(store, engine, cand("e1", BASE, importance=0.8))
+    [outcome] = (await engine.decide(0, [cand("e2", CLOSE, 1, importance=0.1)])).outcomes
+    assert outcome.decision is Decision.MERGED
+    assert outcome.memory.importance == 0.8
+
+
+async def test_two_merges_accumulate_event_ids(
+    engine: DedupEngine, vectors: FakeEmbedder, store: EdgeMemoryStore
+) -> None:
+    other_close = "Dark theme is preferred by the user"
+    vectors.set(other_close, unit_vector(0.82, axis=4))
+    await decide_and_store(store, engine, cand("e1", BASE))
+    await decide_and_store(store, engine, cand("e2", CLOSE, 1))
+    [outcome] = await decide_and_store(store, engine, cand("e3", other_close, 2))
+    assert outcome.decision is Decision.MERGED
+    assert outcome.memory.merged_event_ids == ["e2", "e3"]
+
+
+async def test_below_merge_is_accepted(engine: DedupEngine, store: EdgeMemoryStore) -> None:
+    await decide_and_store(store, engine, cand("e1", BASE))
+    [outcome] = await decide_and_store(store, engine, cand("e2", FAR, 1))
+    assert outcome.decision is Decision.ACCEPTED
+    assert outcome.reason is DecisionReason.NEW
+    semantic = next(c for c in outcome.checks if c.name is CheckName.SEMANTIC)
+    assert semantic.hit is False
+    assert semantic.score == pytest.approx(0.5, abs=1e-4)
+    assert await store.count_memories(0) == 2
+
+
+async def test_semantic_match_inside_one_batch(
+    engine: DedupEngine, embedder: FakeEmbedder
+) -> None:
+    plan = await engine.decide(0, [cand("e1", BASE, 0), cand("e2", NEAR, 1), cand("e3", CLOSE, 2)])
+    first, near, close = plan.outcomes
+    assert first.decision is Decision.ACCEPTED
+    assert (near.decision, near.reason) == (Decision.SKIPPED, DecisionReason.SEMANTIC)
+    assert near.similarity == pytest.approx(0.95, abs=1e-5)
+    assert close.decision is Decision.MERGED
+    assert close.memory.memory_id == first.memory.memory_id
+    assert close.memory.merged_event_ids == ["e3"]
+    assert list(plan.writes) == [first.memory.memory_id]
+    assert plan.writes[first.memory.memory_id].merged_event_ids == ["e3"]
+    assert len(embedder.calls) == 1
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        {"tenant_id": "tenant-b"},
+        {"namespace": "facts"},
+        {"tenant_id": "tenant-b", "namespace": "facts"},
+    ],
+)
+async def test_scopes_are_isolated_across_batches(
+    engine: DedupEngine, store: EdgeMemoryStore, other: dict[str, str]
+) -> None:
+    [first] = await decide_and_store(store, engine, cand("e1", BASE))
+    [same_text] = await decide_and_store(store, engine, cand("e2", BASE, 1, **other))
+    assert same_text.decision is Decision.ACCEPTED
+    assert same_text.memory.memory_id != first.memory.memory_id
+    [near] = await decide_and_store(store, engine, cand("e3", NEAR, 2, **other))
+    assert (near.decision, near.reason) == (Decision.SKIPPED, DecisionReason.SEMANTIC)
+    assert near.memory.memory_id == same_text.memory.memory_id
+    assert await store.count_memories(0, tenant_id="tenant-a", namespace="prefs") == 1
+
+
+async def test_scopes_are_isolated_in_one_batch(
+    engine: DedupEngine, embedder: FakeEmbedder
+) -> None:
+    plan = await engine.decide(
+        0,
+        [
+            cand("e1", BASE, 0),
+            cand("e2", BASE, 1, tenant_id="tenant-b"),
+            cand("e3", NEAR, 2, namespace="facts"),
+            cand("e4", CLOSE, 3, tenant_id="tenant-c"),
+        ],
+    )
+    assert [o.decision for o in plan.outcomes] == [Decision.ACCEPTED] * 4
+    assert len(plan.writes) == 4
+    # One embedding per distinct text, in one call.
+    assert len(embedder.calls) == 1
+    assert sorted(embedder.calls[0]) == sorted({o.candidate.normalized for o in plan.outcomes})
+
+
+async def test_commit_fills_recent_cache(
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: EdgeMemoryStore
+) -> None:
+    recent = RecentCache(ttl_s=300, max_entries=100)
+    engine = make_engine(recent=recent)
+    candidate = cand("e1", BASE)
+    plan = await engine.decide(5, [candidate])
+    assert len(recent) == 0
+    await store.write(5, list(plan.writes.values()), [])
+    assert len(recent) == 0
+    engine.commit(plan)
+    entry = recent.get(candidate.scoped_hash)
+    assert entry is not None
+    assert entry.memory_id == candidate.memory_id
+    assert entry.partition == 5
+    assert engine.recent is recent
+
+
+async def test_uncommitted_plan_is_invisible_to_next_batch(
+    engine: DedupEngine, embedder: FakeEmbedder
+) -> None:
+    """A failed attempt (nothing stored, nothing committed) must not turn its own
+    retry into a skip."""
+    await engine.decide(0, [cand("e1", BASE)])
+    assert len(engine.recent) == 0
+    [retry] = (await engine.decide(0, [cand("e1", BASE)])).outcomes
+    assert retry.decision is Decision.ACCEPTED
+    assert len(embedder.calls) == 2
+
+
+async def test_recent_cache_catches_text_merged_earlier(
+    engine: DedupEngine, embedder: FakeEmbedder, store: EdgeMemoryStore
+) -> None:
+    """A merged text has no point of its own; its repeat is caught by the cache."""
+    await decide_and_store(store, engine, cand("e1", BASE))
+    [merged] = await decide_and_store(store, engine, cand("e2", CLOSE, 1))
+    assert merged.decision is Decision.MERGED
+    calls = len(embedder.calls)
+    [again] = await decide_and_store(store, engine, cand("e3", CLOSE + "!", 2))
+    assert (again.decision, again.reason) == (Decision.SKIPPED, DecisionReason.RECENT)
+    assert again.memory.memory_id == merged.memory.memory_id
+    assert len(embedder.calls) == calls
+
+
+async def test_per_namespace_bands(
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: EdgeMemoryStore
+) -> None:
+    strict = Bands(duplicate_threshold=0.99, merge_threshold=0.97)
+    loose = Bands(duplicate_threshold=0.8, merge_threshold=0.4)
+    engine = make_engine(
+        policy=ThresholdPolicy(
+            default=DEFAULT_BANDS, per_namespace={"facts": strict, "notes": loose}
+        )
+    )
+    for namespace in ("prefs", "facts", "notes"):
+        await decide_and_store(store, engine, cand(f"{namespace}-1", BASE, namespace=namespace))
+
+    outcomes = {}
+    for namespace in ("prefs", "facts", "notes"):
+        [outcome] = await decide_and_store(
+            store, engine, cand(f"{namespace}-2", NEAR, 1, namespace=namespace)
+        )
+        outcomes[namespace] = outcome
+    assert outcomes["prefs"].decision is Decision.SKIPPED
+    assert outcomes["prefs"].threshold == 0.9
+    assert outcomes["facts"].decision is Decision.ACCEPTED
+    assert outcomes["facts"].threshold is None
+    assert outcomes["notes"].decision is Decision.SKIPPED
+    assert outcomes["notes"].threshold == 0.8
+
+    [far_notes] = await decide_and_store(store, engine, cand("notes-3", FAR, 2, namespace="notes"))
+    assert far_notes.decision is Decision.MERGED
+    assert far_notes.threshold == 0.4
+
+
+async def test_partitions_are_separate_shards(
+    engine: DedupEngine, store: EdgeMemoryStore
+) -> None:
+    await decide_and_store(store, engine, cand("e1", BASE), partition=0)
+    assert await store.count_memories(0) == 1
+    assert await store.count_memories(1) == 0
