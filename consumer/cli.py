@@ -15,6 +15,11 @@ def _settings(args: argparse.Namespace) -> Settings:
     return load_settings(getattr(args, "config", None))
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    # Unwind through `finally` so the broker is stopped from the main flow.
+    raise KeyboardInterrupt
+
+
 def cmd_broker(args: argparse.Namespace) -> int:
     from consumer.localbroker import LocalBroker
 
@@ -26,7 +31,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    signal.signal(signal.SIGTERM, lambda *_: broker.stop())
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         return broker.wait()
     except KeyboardInterrupt:

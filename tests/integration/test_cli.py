@@ -1,0 +1,95 @@
+"""The `memdedup` command as users run it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+MEMDEDUP = [sys.executable, "-m", "consumer.cli"]
+
+
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 240
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*MEMDEDUP, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def test_demo_shows_every_decision_and_dead_letter_code() -> None:
+    result = run_cli("demo")
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = result.stdout
+    for expected in (
+        "accepted",
+        "skipped",
+        "merged",
+        "exact",
+        "semantic sim=",
+        "recent",
+        "(re-emitted)",
+        "dlq:invalid_json",
+        "dlq:schema_violation",
+        "dlq:unsupported_schema_version",
+        "dlq:empty_content",
+        "dlq:conflicting_event_id",
+    ):
+        assert expected in out, f"{expected!r} missing from the demo output:\n{out}"
+    assert "accepted: 8" in out
+
+
+def test_invalid_settings_name_the_variable_to_fix() -> None:
+    result = run_cli("run", env={"MEMDEDUP_DEDUP__DUPLICATE_THRESHOLD": "1.5"})
+    assert result.returncode == 2
+    assert "MEMDEDUP_DEDUP__DUPLICATE_THRESHOLD" in result.stderr
+    assert "less than or equal to 1" in result.stderr
+
+
+def test_config_file_errors_are_reported(tmp_path: Path) -> None:
+    config = tmp_path / "memdedup.yaml"
+    config.write_text(
+        "dedup:\n  namespaces:\n    prefs: {duplicate_threshold: 0.7, merge_threshold: 0.8}\n"
+    )
+    result = run_cli("run", "--config", str(config))
+    assert result.returncode == 2
+    assert "dedup.namespaces.prefs" in result.stderr
+    assert "merge_threshold" in result.stderr
+    missing = run_cli("run", "--config", str(tmp_path / "absent.yaml"))
+    assert missing.returncode == 2
+    assert "cannot read config file" in missing.stderr
+
+
+def test_produce_reports_a_missing_file(tmp_path: Path) -> None:
+    result = run_cli("produce", str(tmp_path / "nope.jsonl"))
+    assert result.returncode == 2
+    assert "does not exist" in result.stderr
+
+
+def test_broker_command_prints_its_address_and_serves_kafka() -> None:
+    process = subprocess.Popen(
+        [*MEMDEDUP, "broker"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None
+        address = process.stdout.readline().strip()
+        host, port = address.split(":")
+        assert host == "127.0.0.1"
+        import socket
+
+        with socket.create_connection((host, int(port)), timeout=5):
+            pass
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    assert process.returncode == 0
