@@ -126,7 +126,11 @@ class BatchProcessor:
 
     def _dead_letter(self, rejection: Rejection) -> OutgoingRecord:
         record = rejection.record
-        headers = {name: raw.decode("utf-8", "replace") for name, raw in record.headers}
+        # Kafka allows null header values; keep them as empty strings.
+        headers = {
+            name: raw.decode("utf-8", "replace") if raw is not None else ""
+            for name, raw in record.headers
+        }
         headers.update(
             DeadLetterHeaders(
                 error_code=rejection.code,

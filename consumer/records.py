@@ -14,7 +14,7 @@ class InputRecord:
     key: bytes | None
     value: bytes | None
     timestamp_ms: int
-    headers: tuple[tuple[str, bytes], ...] = ()
+    headers: tuple[tuple[str, bytes | None], ...] = ()
 
     @classmethod
     def from_consumer_record(cls, record: Any) -> InputRecord:

@@ -12,7 +12,15 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, JsonValue
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    field_validator,
+)
 from pydantic_core import PydanticCustomError
 
 SCHEMA_VERSION: Final = 1
@@ -75,6 +83,14 @@ class MemoryExtracted(BaseModel):
     source: SourceRef | None = None
     occurred_at: AwareDatetime | None = None
     metadata: Annotated[dict[str, JsonValue], AfterValidator(_metadata_within_limit)] = {}
+
+    @field_validator("schema_version", mode="before")
+    @classmethod
+    def _integer_version(cls, value: Any) -> Any:
+        # `true` or `1.0` from a sloppy producer is a schema violation, not v1.
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise PydanticCustomError("int_type", "schema_version must be an integer")
+        return value
 
     @property
     def key(self) -> str:

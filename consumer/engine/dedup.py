@@ -174,7 +174,8 @@ class DedupEngine:
         exact = state.stored.get(candidate.memory_id)
         checks.append(CheckRun(CheckName.EXACT, exact is not None, state.exact_ms))
         if exact is not None:
-            return self._skip(candidate, state, exact.memory_id, DecisionReason.EXACT, checks)
+            current = state.current(exact.memory_id) or exact
+            return self._skip(candidate, state, current, DecisionReason.EXACT, checks)
 
         started = time.perf_counter()
         recent_id = state.staged_recent.get(key)
@@ -183,9 +184,7 @@ class DedupEngine:
         recent_memory = state.current(recent_id) if recent_id else None
         checks.append(CheckRun(CheckName.RECENT, recent_memory is not None, _elapsed_ms(started)))
         if recent_memory is not None:
-            return self._skip(
-                candidate, state, recent_memory.memory_id, DecisionReason.RECENT, checks
-            )
+            return self._skip(candidate, state, recent_memory, DecisionReason.RECENT, checks)
 
         await self._vector_for(partition, candidate, state)
         best = self._best_match(candidate, state)
@@ -203,7 +202,7 @@ class DedupEngine:
             return self._skip(
                 candidate,
                 state,
-                best.memory.memory_id,
+                best.memory,
                 DecisionReason.SEMANTIC,
                 checks,
                 similarity=best.score,
@@ -232,16 +231,15 @@ class DedupEngine:
         self,
         candidate: Candidate,
         state: _BatchState,
-        memory_id: str,
+        memory: MemoryRecord,
         reason: DecisionReason,
         checks: list[CheckRun],
         *,
         similarity: float | None = None,
         threshold: float | None = None,
     ) -> Outcome:
-        memory = state.current(memory_id)
-        assert memory is not None
-        state.staged_recent[candidate.scoped_hash] = memory_id
+        """`memory` is the matched memory as it stands now (overlay first)."""
+        state.staged_recent[candidate.scoped_hash] = memory.memory_id
         return Outcome(
             candidate=candidate,
             decision=Decision.SKIPPED,

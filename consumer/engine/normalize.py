@@ -19,36 +19,47 @@ DECISION_ID_NAMESPACE: Final = uuid.UUID("0b7d3e52-91a4-5f6c-8e2d-7a1c4b9f3e60")
 _WHITESPACE = re.compile(r"\s+")
 
 
-# Sentence punctuation is always noise at an edge; other marks next to a digit are
-# meaning ("-5", "50%", "#7"), so they stay.
-_SENTENCE_PUNCTUATION: Final = frozenset(".,;:!?\u2026")
+# Only marks that frame a sentence are noise at an edge: sentence punctuation,
+# quotes and brackets, and list bullets. Symbols carry meaning there ("C#",
+# "C++", "50%", "-5", emoji) and stay.
+_SENTENCE_PUNCTUATION: Final = frozenset(".,;:!?\u2026\u00bf\u00a1")
+_QUOTES: Final = frozenset("\"'`")
+_BULLETS: Final = frozenset("-*\u2022\u00b7\u2013\u2014")
 
 
-def _is_trimmable(char: str, inner_neighbour: str) -> bool:
-    if char == " " or char in _SENTENCE_PUNCTUATION:
+def _is_trimmable(char: str) -> bool:
+    if char == " " or char in _SENTENCE_PUNCTUATION or char in _QUOTES:
         return True
-    category = unicodedata.category(char)
-    if not (category.startswith("P") or (category.startswith("S") and category != "Sc")):
-        return False
-    return not inner_neighbour.isdigit()
+    # Ps/Pe: brackets; Pi/Pf: typographic quotes.
+    return unicodedata.category(char) in {"Ps", "Pe", "Pi", "Pf"}
+
+
+def _strip_bullet(text: str) -> str:
+    if text in _BULLETS:
+        return ""
+    if len(text) > 1 and text[0] in _BULLETS and text[1] == " ":
+        return text[2:]
+    return text
 
 
 def normalize_content(text: str) -> str:
-    """NFC, casefold, collapse whitespace, trim punctuation at both edges.
-
-    Currency signs, and signs or marks touching a digit, are kept ("$5", "-5" and
-    "50%" are not "5"); other punctuation at the edges carries no meaning.
-    """
+    """NFC, casefold, collapse whitespace, trim framing punctuation at both edges
+    (sentence punctuation, quotes, brackets, a leading list bullet)."""
     folded = unicodedata.normalize("NFC", text).casefold()
     # casefold can produce decomposed sequences (e.g. "İ"); recompose.
     folded = unicodedata.normalize("NFC", folded)
     collapsed = _WHITESPACE.sub(" ", folded).strip()
-    start, end = 0, len(collapsed)
-    while start < end and _is_trimmable(collapsed[start], collapsed[start + 1 : start + 2]):
-        start += 1
-    while end > start and _is_trimmable(collapsed[end - 1], collapsed[end - 2 : end - 1]):
-        end -= 1
-    return collapsed[start:end]
+    previous = None
+    while previous != collapsed:
+        previous = collapsed
+        collapsed = _strip_bullet(collapsed)
+        start, end = 0, len(collapsed)
+        while start < end and _is_trimmable(collapsed[start]):
+            start += 1
+        while end > start and _is_trimmable(collapsed[end - 1]):
+            end -= 1
+        collapsed = collapsed[start:end]
+    return collapsed
 
 
 def content_hash(normalized: str) -> str:

@@ -49,8 +49,8 @@ def make_engine(store: EdgeMemoryStore, embedder: FakeEmbedder) -> EngineFactory
         return DedupEngine(
             store=store,
             embedder=embedder,
-            policy=policy or ThresholdPolicy(default=DEFAULT_BANDS),
-            recent=recent or RecentCache(ttl_s=300, max_entries=1000),
+            policy=policy if policy is not None else ThresholdPolicy(default=DEFAULT_BANDS),
+            recent=recent if recent is not None else RecentCache(ttl_s=300, max_entries=1000),
             search_limit=search_limit,
             clock=lambda: FIXED_NOW,
         )

@@ -15,7 +15,14 @@ from consumer.store.edge import EdgeMemoryStore
 from schemas import CheckName, Decision, DecisionReason
 
 from .conftest import EngineFactory
-from .helpers import DEFAULT_BANDS, FIXED_NOW, FakeEmbedder, base_vector, make_candidate, unit_vector
+from .helpers import (
+    DEFAULT_BANDS,
+    FIXED_NOW,
+    FakeEmbedder,
+    base_vector,
+    make_candidate,
+    unit_vector,
+)
 
 BASE = "The user prefers dark mode"
 NEAR = "User likes dark themes"  # similarity 0.95 with BASE: duplicate band
@@ -143,6 +150,7 @@ async def test_in_batch_repeat_is_recent_and_model_called_once(
     assert len(plan.writes) == 1
 
 
+# A neighbour found only by search (stored in an earlier batch) must be usable.
 async def test_semantic_duplicate_is_skipped(
     engine: DedupEngine, embedder: FakeEmbedder, store: EdgeMemoryStore
 ) -> None:
@@ -230,9 +238,7 @@ async def test_below_merge_is_accepted(engine: DedupEngine, store: EdgeMemorySto
     assert await store.count_memories(0) == 2
 
 
-async def test_semantic_match_inside_one_batch(
-    engine: DedupEngine, embedder: FakeEmbedder
-) -> None:
+async def test_semantic_match_inside_one_batch(engine: DedupEngine, embedder: FakeEmbedder) -> None:
     plan = await engine.decide(0, [cand("e1", BASE, 0), cand("e2", NEAR, 1), cand("e3", CLOSE, 2)])
     first, near, close = plan.outcomes
     assert first.decision is Decision.ACCEPTED
@@ -260,11 +266,17 @@ async def test_scopes_are_isolated_across_batches(
     [first] = await decide_and_store(store, engine, cand("e1", BASE))
     [same_text] = await decide_and_store(store, engine, cand("e2", BASE, 1, **other))
     assert same_text.decision is Decision.ACCEPTED
+    assert same_text.reason is DecisionReason.NEW
     assert same_text.memory.memory_id != first.memory.memory_id
-    [near] = await decide_and_store(store, engine, cand("e3", NEAR, 2, **other))
-    assert (near.decision, near.reason) == (Decision.SKIPPED, DecisionReason.SEMANTIC)
-    assert near.memory.memory_id == same_text.memory.memory_id
+    # The search is scoped too: a close text elsewhere finds nothing to merge into.
+    [close] = await decide_and_store(
+        store, engine, cand("e3", CLOSE, 2, **{"tenant_id": "tenant-z", "namespace": "elsewhere"})
+    )
+    assert close.decision is Decision.ACCEPTED
+    semantic = next(c for c in close.checks if c.name is CheckName.SEMANTIC)
+    assert semantic.score is None
     assert await store.count_memories(0, tenant_id="tenant-a", namespace="prefs") == 1
+    assert await store.count_memories(0) == 3
 
 
 async def test_scopes_are_isolated_in_one_batch(
@@ -340,15 +352,15 @@ async def test_per_namespace_bands(
             default=DEFAULT_BANDS, per_namespace={"facts": strict, "notes": loose}
         )
     )
-    for namespace in ("prefs", "facts", "notes"):
-        await decide_and_store(store, engine, cand(f"{namespace}-1", BASE, namespace=namespace))
-
-    outcomes = {}
-    for namespace in ("prefs", "facts", "notes"):
-        [outcome] = await decide_and_store(
-            store, engine, cand(f"{namespace}-2", NEAR, 1, namespace=namespace)
+    # Duplicate band, decided inside one batch.
+    outcomes: dict[str, Outcome] = {}
+    for offset, namespace in enumerate(("prefs", "facts", "notes")):
+        _, outcomes[namespace] = await decide_and_store(
+            store,
+            engine,
+            cand(f"{namespace}-1", BASE, 2 * offset, namespace=namespace),
+            cand(f"{namespace}-2", NEAR, 2 * offset + 1, namespace=namespace),
         )
-        outcomes[namespace] = outcome
     assert outcomes["prefs"].decision is Decision.SKIPPED
     assert outcomes["prefs"].threshold == 0.9
     assert outcomes["facts"].decision is Decision.ACCEPTED
@@ -356,14 +368,19 @@ async def test_per_namespace_bands(
     assert outcomes["notes"].decision is Decision.SKIPPED
     assert outcomes["notes"].threshold == 0.8
 
-    [far_notes] = await decide_and_store(store, engine, cand("notes-3", FAR, 2, namespace="notes"))
+    # Merge band, against stored memories.
+    [far_prefs] = await decide_and_store(store, engine, cand("prefs-3", FAR, 10))
+    assert far_prefs.decision is Decision.ACCEPTED
+    [far_notes] = await decide_and_store(store, engine, cand("notes-3", FAR, 11, namespace="notes"))
     assert far_notes.decision is Decision.MERGED
     assert far_notes.threshold == 0.4
+    [close_facts] = await decide_and_store(
+        store, engine, cand("facts-3", CLOSE, 12, namespace="facts")
+    )
+    assert close_facts.decision is Decision.ACCEPTED
 
 
-async def test_partitions_are_separate_shards(
-    engine: DedupEngine, store: EdgeMemoryStore
-) -> None:
+async def test_partitions_are_separate_shards(engine: DedupEngine, store: EdgeMemoryStore) -> None:
     await decide_and_store(store, engine, cand("e1", BASE), partition=0)
     assert await store.count_memories(0) == 1
     assert await store.count_memories(1) == 0

@@ -113,14 +113,6 @@ def test_distinct_numbers_stay_distinct() -> None:
         ("User reacted 👍", "User reacted 👎"),
     ],
 )
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG consumer/engine/normalize.py _is_trimmable: any P*/S* (non-Sc) char at an "
-        "edge not touching a digit is trimmed, so 'C#'/'C++' become 'c' and emoji vanish; "
-        "distinct memories get the same hash and are skipped as exact duplicates"
-    ),
-)
 def test_meaningful_edge_symbols_are_not_collapsed(left: str, right: str) -> None:
     assert normalize_content(left) != normalize_content(right)
 
@@ -143,7 +135,11 @@ def test_content_hash_is_hex_sha256_of_utf8() -> None:
 
 
 def test_content_hash_equal_for_variants() -> None:
-    variants = ["The user prefers dark mode.", "THE USER  prefers\tdark mode", " the user prefers dark mode!"]
+    variants = [
+        "The user prefers dark mode.",
+        "THE USER  prefers\tdark mode",
+        " the user prefers dark mode!",
+    ]
     hashes = {content_hash(normalize_content(v)) for v in variants}
     assert len(hashes) == 1
 
