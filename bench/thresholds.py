@@ -52,7 +52,7 @@ GRID: tuple[float, ...] = tuple(round(0.60 + 0.02 * i, 2) for i in range(20))  #
 PRECISION_TARGETS: tuple[float, ...] = (0.90, 0.95)
 
 # Defaults chosen from this benchmark (see docs/thresholds.md); override on the command line.
-DEFAULT_DUPLICATE_THRESHOLD = 0.94
+DEFAULT_DUPLICATE_THRESHOLD = 0.96
 DEFAULT_MERGE_THRESHOLD = 0.84
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -218,6 +218,12 @@ def create_app(
             for r in raw
             if assigned is None or TopicPartition(r.topic, r.partition) in assigned
         ]
+        partitions = sorted({r.partition for r in records})
+        structlog.contextvars.bind_contextvars(
+            topic=settings.topics.input,
+            partitions=partitions,
+            first_offset=records[0].offset if records else None,
+        )
         try:
             summary = await service.handle(records)
         except Exception:

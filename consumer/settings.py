@@ -14,6 +14,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from schemas.events import NAMESPACE_PATTERN
+
 # Chosen from measurements on labelled pairs (docs/thresholds.md); bound to the
 # default model: a different model needs its own calibration.
 DEFAULT_DUPLICATE_THRESHOLD = 0.90
@@ -45,7 +47,9 @@ class BandSettings(BaseModel):
 
 
 class DedupSettings(BandSettings):
-    namespaces: dict[str, BandSettings] = {}
+    namespaces: dict[
+        Annotated[str, Field(pattern=NAMESPACE_PATTERN, max_length=64)], BandSettings
+    ] = {}
     recent_ttl_s: Annotated[float, Field(gt=0)] = 300.0
     recent_max_entries: Annotated[int, Field(gt=0)] = 10_000
     search_limit: Annotated[int, Field(ge=1, le=100)] = 5
