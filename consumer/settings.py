@@ -18,8 +18,8 @@ from schemas.events import NAMESPACE_PATTERN
 
 # Chosen from measurements on labelled pairs (docs/thresholds.md); bound to the
 # default model: a different model needs its own calibration.
-DEFAULT_DUPLICATE_THRESHOLD = 0.90
-DEFAULT_MERGE_THRESHOLD = 0.80
+DEFAULT_DUPLICATE_THRESHOLD = 0.96
+DEFAULT_MERGE_THRESHOLD = 0.84
 
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 
