@@ -148,7 +148,7 @@ def test_empty_yaml_file_gives_defaults(tmp_path: Path) -> None:
     ("env", "fragments"),
     [
         (
-            {"MEMDEDUP_DEDUP__MERGE_THRESHOLD": "0.95"},
+            {"MEMDEDUP_DEDUP__MERGE_THRESHOLD": "0.99"},
             ["MEMDEDUP_DEDUP", "merge_threshold", "duplicate_threshold"],
         ),
         (
