@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 import structlog
 from aiokafka import ConsumerRebalanceListener, TopicPartition
@@ -21,6 +22,7 @@ from faststream import AckPolicy, FastStream
 from faststream.kafka import KafkaBroker
 from faststream.kafka.annotations import KafkaMessage
 
+from consumer.changelog import Changelog
 from consumer.embedding import SentenceTransformerEmbedder
 from consumer.engine.dedup import DedupEngine
 from consumer.engine.recent import RecentCache
@@ -35,6 +37,7 @@ from consumer.topics import ensure_topics
 from consumer.typing import Embedder, MemoryStore, OutgoingRecord
 
 log = structlog.get_logger(__name__)
+T = TypeVar("T")
 
 
 def threshold_policy(settings: Settings) -> ThresholdPolicy:
@@ -60,25 +63,31 @@ def build_store(qdrant: QdrantSettings, *, input_topic: str) -> MemoryStore:
     )
 
 
+def uses_changelog(settings: Settings, store: MemoryStore) -> bool:
+    """Only an embedded store needs its state carried between machines."""
+    return isinstance(store, EdgeMemoryStore) and bool(settings.topics.changelog)
+
+
 class BrokerPublisher:
     """Publishes concurrently and waits for every acknowledgement."""
 
     def __init__(self, broker: KafkaBroker) -> None:
         self._broker = broker
 
-    async def publish_all(self, records: Sequence[OutgoingRecord]) -> None:
+    async def publish_all(self, records: Sequence[OutgoingRecord]) -> list[int]:
         try:
             pending = [
                 await self._broker.publish(
                     record.value,
                     record.topic,
                     key=record.key,
+                    partition=record.partition,
                     headers=record.headers,
                     no_confirm=True,
                 )
                 for record in records
             ]
-            await asyncio.gather(*pending)
+            return [metadata.offset for metadata in await asyncio.gather(*pending)]
         except (TimeoutError, KafkaError, OSError) as exc:
             raise PublishFailed(f"broker did not acknowledge: {type(exc).__name__}") from exc
 
@@ -90,7 +99,8 @@ def backoff_delay(attempt: int, retry: RetrySettings) -> float:
 
 
 class ConsumerService:
-    """Runs batches through the processor with retries, and hands partitions over."""
+    """Runs batches through the processor with retries, restores partitions from
+    the changelog before their first batch, and hands partitions over."""
 
     def __init__(
         self,
@@ -100,46 +110,117 @@ class ConsumerService:
         engine: DedupEngine,
         retry: RetrySettings,
         input_topic: str,
+        changelog: Changelog | None = None,
     ) -> None:
         self._processor = processor
         self._store = store
         self._engine = engine
         self._retry = retry
         self._input_topic = input_topic
+        self._changelog = changelog
+        self._restored: set[int] = set()
         self._in_flight = asyncio.Lock()
         self.batches = 0
         self.retries = 0
+        self.poisoned = 0
 
-    async def handle(self, records: Sequence[InputRecord]) -> BatchSummary:
-        """Process one batch; transient failures are retried with backoff here
-        (consumption pauses meanwhile) and re-raised after `max_elapsed_s`."""
+    async def _with_retries(self, operation: Callable[[], Awaitable[T]], records: int) -> T:
+        """Retry transient failures with backoff (consumption pauses meanwhile);
+        re-raise after `max_elapsed_s` so the batch is rewound and fetched again."""
         started = time.monotonic()
         attempt = 0
+        while True:
+            try:
+                return await operation()
+            except TransientError as exc:
+                attempt += 1
+                self.retries += 1
+                delay = backoff_delay(attempt, self._retry)
+                if time.monotonic() - started + delay > self._retry.max_elapsed_s:
+                    raise
+                log.warning(
+                    "transient_failure",
+                    error=str(exc),
+                    attempt=attempt,
+                    retry_in_s=round(delay, 3),
+                    records=records,
+                )
+                await asyncio.sleep(delay)
+
+    async def _restore(self, partitions: set[int]) -> None:
+        changelog = self._changelog
+        if changelog is None:
+            return
+        for partition in sorted(partitions - self._restored):
+            await self._with_retries(partial(changelog.restore, partition, self._store), 0)
+            self._restored.add(partition)
+
+    async def handle(
+        self, records: Sequence[InputRecord], *, partition_count: int | None = None
+    ) -> BatchSummary:
         async with self._in_flight:
-            while True:
+            await self._restore({r.partition for r in records})
+            try:
+                summary = await self._with_retries(
+                    lambda: self._processor.process(records, partition_count=partition_count),
+                    len(records),
+                )
+            except TransientError:
+                raise
+            except Exception:
+                log.exception("batch_failed_unclassified", records=len(records))
+                summary = await self._isolate_poison(records, partition_count)
+            self.batches += 1
+            return summary
+
+    async def _isolate_poison(
+        self, records: Sequence[InputRecord], partition_count: int | None
+    ) -> BatchSummary:
+        """Process records one by one; a record that keeps failing for an
+        unclassified reason is dead-lettered so its partition moves on."""
+        total = BatchSummary(records=len(records))
+        for record in records:
+            failure: Exception | None = None
+            for _ in range(self._retry.poison_max_attempts):
                 try:
-                    summary = await self._processor.process(records)
-                    self.batches += 1
-                    return summary
-                except TransientError as exc:
-                    attempt += 1
-                    self.retries += 1
-                    delay = backoff_delay(attempt, self._retry)
-                    if time.monotonic() - started + delay > self._retry.max_elapsed_s:
-                        raise
-                    log.warning(
-                        "transient_failure",
-                        error=str(exc),
-                        attempt=attempt,
-                        retry_in_s=round(delay, 3),
-                        records=len(records),
+                    single = await self._with_retries(
+                        partial(self._processor.process, [record], partition_count=partition_count),
+                        1,
                     )
-                    await asyncio.sleep(delay)
+                except TransientError:
+                    raise
+                except Exception as exc:
+                    failure = exc
+                    continue
+                total.decisions.update(single.decisions)
+                total.dead_letters.update(single.dead_letters)
+                total.replayed += single.replayed
+                total.rerouted += single.rerouted
+                failure = None
+                break
+            if failure is not None:
+                self.poisoned += 1
+                log.error(
+                    "poison_record",
+                    partition=record.partition,
+                    offset=record.offset,
+                    error=type(failure).__name__,
+                    attempts=self._retry.poison_max_attempts,
+                )
+                detail = (
+                    f"{type(failure).__name__} after {self._retry.poison_max_attempts} attempts"
+                )
+                await self._with_retries(
+                    partial(self._processor.dead_letter_unprocessable, record, detail), 1
+                )
+                total.dead_letters["processing_error"] += 1
+        return total
 
     async def release(self, partitions: Sequence[int]) -> None:
         """Finish in-flight work, then give up the partitions' state."""
         async with self._in_flight:
             self._engine.recent.drop_partitions(partitions)
+            self._restored.difference_update(partitions)
             await self._store.release_partitions(partitions)
 
 
@@ -166,6 +247,7 @@ class Runtime:
     embedder: Embedder | None = None
     store: MemoryStore | None = None
     service: ConsumerService | None = None
+    changelog: Changelog | None = None
     owned: dict[str, bool] = field(default_factory=dict)
 
 
@@ -195,6 +277,7 @@ def create_app(
         settings.topics.input,
         batch=True,
         group_id=kafka.group_id,
+        group_instance_id=kafka.group_instance_id,
         max_records=kafka.batch_max_records,
         batch_timeout_ms=kafka.batch_timeout_ms,
         auto_offset_reset=kafka.auto_offset_reset,
@@ -224,8 +307,10 @@ def create_app(
             partitions=partitions,
             first_offset=records[0].offset if records else None,
         )
+        consumer: Any = message.consumer
+        known = consumer.partitions_for_topic(settings.topics.input) if assigned else None
         try:
-            summary = await service.handle(records)
+            summary = await service.handle(records, partition_count=len(known) if known else None)
         except Exception:
             log.exception("batch_failed", records=len(records))
             # Nothing committed; rewind so the batch is fetched again after a pause.
@@ -242,6 +327,7 @@ def create_app(
             "batch_done",
             records=summary.records,
             replayed=summary.replayed,
+            rerouted=summary.rerouted,
             dead_letters=sum(summary.dead_letters.values()),
             **dict(summary.decisions),
         )
@@ -277,13 +363,22 @@ def create_app(
             ),
             search_limit=settings.dedup.search_limit,
         )
+        publisher = BrokerPublisher(broker)
+        if uses_changelog(settings, runtime.store):
+            runtime.changelog = Changelog(
+                topic=settings.topics.changelog,
+                bootstrap_servers=kafka.bootstrap_servers,
+                publisher=publisher,
+            )
         processor = BatchProcessor(
             engine=engine,
             store=runtime.store,
-            publisher=BrokerPublisher(broker),
+            publisher=publisher,
             topics=settings.topics,
             model_id=runtime.embedder.model_id,
             max_event_bytes=settings.limits.max_event_bytes,
+            changelog=runtime.changelog,
+            dimension=runtime.embedder.dimension,
         )
         runtime.service = ConsumerService(
             processor=processor,
@@ -291,6 +386,7 @@ def create_app(
             engine=engine,
             retry=settings.retry,
             input_topic=settings.topics.input,
+            changelog=runtime.changelog,
         )
         log.info(
             "service_ready",
@@ -302,6 +398,8 @@ def create_app(
 
     @app.after_shutdown
     async def stop_service() -> None:
+        if runtime.changelog is not None:
+            await runtime.changelog.close()
         if runtime.store is not None and runtime.owned["store"]:
             await runtime.store.close()
         if runtime.embedder is not None and runtime.owned["embedder"]:

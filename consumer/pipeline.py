@@ -18,11 +18,14 @@ from dataclasses import dataclass, field
 
 import structlog
 
+from consumer.changelog import Changelog
 from consumer.engine.dedup import DedupEngine
 from consumer.engine.models import Candidate, DecisionRecord, Outcome
 from consumer.engine.normalize import decision_id_for
+from consumer.partitioning import canonical_partition
 from consumer.records import InputRecord, OutgoingRecord
 from consumer.settings import TopicSettings
+from consumer.store.codec import decision_point, memory_point
 from consumer.typing import MemoryStore, RecordPublisher
 from consumer.validation import Rejection, parse_record
 from schemas import (
@@ -40,11 +43,15 @@ from schemas import (
 log = structlog.get_logger(__name__)
 
 
+REROUTED_HEADER = "memdedup-rerouted-from"
+
+
 @dataclass(slots=True)
 class BatchSummary:
     records: int = 0
     decisions: Counter[str] = field(default_factory=Counter)
     replayed: int = 0
+    rerouted: int = 0
     dead_letters: Counter[str] = field(default_factory=Counter)
 
     @property
@@ -103,6 +110,8 @@ class BatchProcessor:
         topics: TopicSettings,
         model_id: str,
         max_event_bytes: int,
+        changelog: Changelog | None = None,
+        dimension: int = 0,
     ) -> None:
         self._engine = engine
         self._store = store
@@ -110,6 +119,8 @@ class BatchProcessor:
         self._topics = topics
         self._model_id = model_id
         self._max_event_bytes = max_event_bytes
+        self._changelog = changelog
+        self._dimension = dimension
 
     def _decision_topic(self, decision: Decision) -> str:
         return {
@@ -126,11 +137,7 @@ class BatchProcessor:
 
     def _dead_letter(self, rejection: Rejection) -> OutgoingRecord:
         record = rejection.record
-        # Kafka allows null header values; keep them as empty strings.
-        headers = {
-            name: raw.decode("utf-8", "replace") if raw is not None else ""
-            for name, raw in record.headers
-        }
+        headers = _text_headers(record)
         headers.update(
             DeadLetterHeaders(
                 error_code=rejection.code,
@@ -153,7 +160,29 @@ class BatchProcessor:
         )
         return OutgoingRecord(self._topics.dlq, record.key, record.value or b"", headers)
 
-    async def process(self, records: Sequence[InputRecord]) -> BatchSummary:
+    def _reroute(self, record: InputRecord, key: bytes, partition: int | None) -> OutgoingRecord:
+        """Send a record to its scope's partition, with the scope's key."""
+        headers = _text_headers(record)
+        headers[REROUTED_HEADER] = f"{record.topic}/{record.partition}/{record.offset}"
+        log.warning(
+            "rerouted",
+            topic=record.topic,
+            partition=record.partition,
+            offset=record.offset,
+            to_partition=partition,
+            key_matched=record.key == key,
+        )
+        return OutgoingRecord(record.topic, key, record.value or b"", headers, partition)
+
+    async def dead_letter_unprocessable(self, record: InputRecord, detail: str) -> None:
+        """For records whose processing keeps failing for an unclassified reason."""
+        rejection = Rejection(record, DeadLetterCode.PROCESSING_ERROR, detail[:500])
+        await self._publisher.publish_all([self._dead_letter(rejection)])
+
+    async def process(
+        self, records: Sequence[InputRecord], *, partition_count: int | None = None
+    ) -> BatchSummary:
+        """`partition_count` of the input topic enables the canonical-partition check."""
         summary = BatchSummary(records=len(records))
         outgoing: list[tuple[int, int, OutgoingRecord]] = []
         by_partition: dict[int, list[Candidate]] = {}
@@ -163,8 +192,15 @@ class BatchProcessor:
             parsed = parse_record(record, max_event_bytes=self._max_event_bytes)
             if isinstance(parsed, Rejection):
                 rejections.append(parsed)
-            else:
-                by_partition.setdefault(record.partition, []).append(parsed)
+                continue
+            key = scope_key(parsed.event.tenant_id, parsed.event.namespace).encode()
+            home = canonical_partition(key, partition_count) if partition_count else None
+            if record.key != key or (home is not None and record.partition != home):
+                # Never decided here: another partition owns this scope's state.
+                summary.rerouted += 1
+                outgoing.append((record.partition, record.offset, self._reroute(record, key, home)))
+                continue
+            by_partition.setdefault(record.partition, []).append(parsed)
 
         for partition, candidates in by_partition.items():
             emitted, conflicts = await self._process_partition(partition, candidates, summary)
@@ -247,7 +283,17 @@ class BatchProcessor:
                     event_json=payload.decode(),
                 )
             )
-        await self._store.write(partition, list(plan.writes.values()), decision_records)
+        memories = list(plan.writes.values())
+        changelog_offset = None
+        if self._changelog is not None:
+            # Changelog first: it is the source a restore trusts, so it must never
+            # lack what a shard holds.
+            points = [memory_point(m) for m in memories]
+            points.extend(decision_point(d, self._dimension) for d in decision_records)
+            changelog_offset = await self._changelog.append(partition, points)
+        await self._store.write(
+            partition, memories, decision_records, changelog_offset=changelog_offset
+        )
         self._engine.commit(plan)
 
         for outcome in plan.outcomes:
@@ -285,6 +331,14 @@ class BatchProcessor:
                 )
             )
         return emitted, conflicts
+
+
+def _text_headers(record: InputRecord) -> dict[str, str]:
+    # Kafka allows null header values; keep them as empty strings.
+    return {
+        name: raw.decode("utf-8", "replace") if raw is not None else ""
+        for name, raw in record.headers
+    }
 
 
 _Reason = tuple[DeadLetterCode, str, str]

@@ -35,3 +35,5 @@ class OutgoingRecord:
     key: bytes | None
     value: bytes
     headers: dict[str, str] = field(default_factory=dict)
+    # None: the producer's partitioner picks from the key.
+    partition: int | None = None

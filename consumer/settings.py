@@ -60,6 +60,8 @@ class KafkaSettings(BaseModel):
 
     bootstrap_servers: str = "127.0.0.1:9092"
     group_id: str = "memdedup"
+    # Static membership: a restart within the session timeout keeps the assignment.
+    group_instance_id: str | None = None
     client_id: str = "memdedup"
     auto_offset_reset: Literal["earliest", "latest"] = "earliest"
     # Real Kafka rejects sessions under 6 s by default; the local broker wants short ones.
@@ -87,6 +89,8 @@ class TopicSettings(BaseModel):
     merged: str = "memory.merged"
     skipped: str = "memory.skipped"
     dlq: str = "memory.dlq"
+    # Compacted topic carrying the embedded store's changes (unused with a server).
+    changelog: str = "memory.changelog"
     # Create missing topics at start-up (off where the cluster forbids it).
     create: bool = True
     # Used when memdedup creates the topics.
@@ -136,6 +140,9 @@ class RetrySettings(BaseModel):
     max_backoff_s: Annotated[float, Field(gt=0)] = 30.0
     # After this long inside one batch, the batch is rewound and fetched again.
     max_elapsed_s: Annotated[float, Field(gt=0)] = 60.0
+    # A record whose processing fails this many times for an unclassified reason
+    # is dead-lettered as processing_error instead of blocking its partition.
+    poison_max_attempts: Annotated[int, Field(ge=1)] = 3
 
 
 class LimitSettings(BaseModel):

@@ -9,8 +9,11 @@ from aiokafka.errors import TopicAlreadyExistsError
 
 from consumer.settings import Settings
 
+COMPACTED = {"cleanup.policy": "compact"}
+
 
 def topic_names(settings: Settings) -> list[str]:
+    """Input, decision and dead-letter topics (not the changelog)."""
     topics = settings.topics
     return [topics.input, topics.accepted, topics.merged, topics.skipped, topics.dlq]
 
@@ -21,15 +24,26 @@ async def ensure_topics(settings: Settings) -> list[str]:
     await admin.start()
     try:
         existing = set(await admin.list_topics())
+        topics = settings.topics
+        partitions = topics.partitions
+        if topics.input in existing:
+            # The changelog must mirror the input's partitions, whatever they are.
+            described = await admin.describe_topics([topics.input])
+            partitions = len(described[0]["partitions"]) or partitions
         wanted = [
-            NewTopic(
-                name,
-                num_partitions=settings.topics.partitions,
-                replication_factor=settings.topics.replication_factor,
-            )
+            NewTopic(name, num_partitions=partitions, replication_factor=topics.replication_factor)
             for name in topic_names(settings)
             if name not in existing
         ]
+        if topics.changelog and topics.changelog not in existing:
+            wanted.append(
+                NewTopic(
+                    topics.changelog,
+                    num_partitions=partitions,
+                    replication_factor=topics.replication_factor,
+                    topic_configs=COMPACTED,
+                )
+            )
         if wanted:
             with contextlib.suppress(TopicAlreadyExistsError):
                 await admin.create_topics(wanted)

@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from consumer.engine.models import DecisionRecord, MemoryRecord, ScoredMemory, SimilarityQuery
+from consumer.store.codec import RawPoint
 
 Vectors = npt.NDArray[np.float32]
 
@@ -55,9 +56,20 @@ class MemoryStore(Protocol):
         partition: int,
         memories: Sequence[MemoryRecord],
         decisions: Sequence[DecisionRecord],
+        *,
+        changelog_offset: int | None = None,
     ) -> None:
-        """Store memories and decision records together, in one operation."""
+        """Store memories and decision records together, in one operation, with the
+        changelog offset that covers them (embedded store)."""
         ...
+
+    async def apply_points(
+        self, partition: int, points: Sequence[RawPoint], *, changelog_offset: int | None
+    ) -> None:
+        """Restore points read from the changelog."""
+        ...
+
+    async def changelog_position(self, partition: int) -> int | None: ...
 
     async def count_memories(
         self,
@@ -74,9 +86,10 @@ class MemoryStore(Protocol):
 
 
 class RecordPublisher(Protocol):
-    """Publishes records and returns once the broker acknowledged all of them."""
+    """Publishes records and returns once the broker acknowledged all of them,
+    with the offset each one got."""
 
-    async def publish_all(self, records: Sequence[OutgoingRecord]) -> None: ...
+    async def publish_all(self, records: Sequence[OutgoingRecord]) -> list[int]: ...
 
 
 class OutgoingRecord(Protocol):
@@ -91,3 +104,6 @@ class OutgoingRecord(Protocol):
 
     @property
     def headers(self) -> dict[str, str]: ...
+
+    @property
+    def partition(self) -> int | None: ...

@@ -189,6 +189,8 @@ class DeadLetterCode(StrEnum):
     TOO_LARGE = "too_large"
     EMPTY_CONTENT = "empty_content"
     CONFLICTING_EVENT_ID = "conflicting_event_id"
+    # Processing kept failing for a reason nobody classified; bounded retries ran out.
+    PROCESSING_ERROR = "processing_error"
 
 
 class DeadLetterHeaders(BaseModel):

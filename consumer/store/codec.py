@@ -6,8 +6,14 @@ by `kind`, so that one upsert stores both atomically.
 
 from __future__ import annotations
 
+import base64
+import json
+import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
+
+import numpy as np
 
 from consumer.engine.models import DecisionRecord, MemoryRecord
 from schemas import Decision
@@ -15,11 +21,14 @@ from schemas import Decision
 KIND_FIELD: Final = "kind"
 MEMORY_KIND: Final = "memory"
 DECISION_KIND: Final = "decision"
+# One point per shard remembers the last changelog offset the shard holds.
+META_KIND: Final = "meta"
 TENANT_FIELD: Final = "tenant_id"
 NAMESPACE_FIELD: Final = "namespace"
 HASH_FIELD: Final = "content_hash"
 EVENT_ID_FIELD: Final = "event_id"
 # Keyword indexes created with the collection; the tenant one is the Qdrant tenant key.
+META_NAMESPACE: Final = uuid.UUID("3c9e2f41-7a65-5d08-b1c4-92e7d0a6f853")
 INDEXED_FIELDS: Final = (TENANT_FIELD, NAMESPACE_FIELD, KIND_FIELD, HASH_FIELD, EVENT_ID_FIELD)
 
 
@@ -90,3 +99,47 @@ def decision_from_payload(payload: dict[str, Any]) -> DecisionRecord:
 def placeholder_vector(dimension: int) -> list[float]:
     """Decision records need a vector; searches filter them out by kind."""
     return [1.0] + [0.0] * (dimension - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class RawPoint:
+    """A point as stored and as carried by the changelog: no re-embedding needed."""
+
+    point_id: str
+    vector: list[float]
+    payload: dict[str, Any]
+
+    def to_bytes(self) -> bytes:
+        packed = np.asarray(self.vector, dtype="<f4").tobytes()
+        document = {
+            "id": self.point_id,
+            "vector": base64.b64encode(packed).decode(),
+            "payload": self.payload,
+        }
+        return json.dumps(document, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> RawPoint:
+        document = json.loads(raw)
+        vector = np.frombuffer(base64.b64decode(document["vector"]), dtype="<f4")
+        return cls(document["id"], [float(x) for x in vector], document["payload"])
+
+
+def memory_point(memory: MemoryRecord) -> RawPoint:
+    return RawPoint(memory.memory_id, list(memory.vector or []), memory_payload(memory))
+
+
+def decision_point(record: DecisionRecord, dimension: int) -> RawPoint:
+    return RawPoint(record.decision_id, placeholder_vector(dimension), decision_payload(record))
+
+
+def meta_point_id(partition: int) -> str:
+    return str(uuid.uuid5(META_NAMESPACE, f"changelog-position/{partition}"))
+
+
+def meta_point(partition: int, changelog_offset: int, dimension: int) -> RawPoint:
+    return RawPoint(
+        meta_point_id(partition),
+        placeholder_vector(dimension),
+        {KIND_FIELD: META_KIND, "changelog_offset": changelog_offset},
+    )

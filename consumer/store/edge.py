@@ -186,24 +186,45 @@ class EdgeMemoryStore:
         partition: int,
         memories: Sequence[MemoryRecord],
         decisions: Sequence[DecisionRecord],
+        *,
+        changelog_offset: int | None = None,
     ) -> None:
-        if not memories and not decisions:
+        points = [codec.memory_point(m) for m in memories]
+        points.extend(codec.decision_point(d, self._dimension) for d in decisions)
+        await self.apply_points(partition, points, changelog_offset=changelog_offset)
+
+    async def apply_points(
+        self, partition: int, points: Sequence[codec.RawPoint], *, changelog_offset: int | None
+    ) -> None:
+        """Upsert points, and the changelog position they bring the shard to, in one
+        operation: the position never runs ahead of the data."""
+        batch = [Point(p.point_id, p.vector, p.payload) for p in points]
+        if changelog_offset is not None:
+            meta = codec.meta_point(partition, changelog_offset, self._dimension)
+            batch.append(Point(meta.point_id, meta.vector, meta.payload))
+        if not batch:
             return
-        placeholder = codec.placeholder_vector(self._dimension)
-        points = [
-            Point(m.memory_id, list(m.vector or []), codec.memory_payload(m)) for m in memories
-        ]
-        points.extend(
-            Point(d.decision_id, placeholder, codec.decision_payload(d)) for d in decisions
-        )
 
         def apply() -> None:
             shard = self._shard(partition)
-            shard.update(UpdateOperation.upsert_points(points))
+            shard.update(UpdateOperation.upsert_points(batch))
             # Durable before the offsets that produced it are committed.
             shard.flush()
 
         await self._run(apply)
+
+    async def changelog_position(self, partition: int) -> int | None:
+        """Last changelog offset this shard holds; None for a new or empty shard."""
+
+        def read() -> int | None:
+            records = self._shard(partition).retrieve(
+                [codec.meta_point_id(partition)], with_payload=True, with_vector=False
+            )
+            for record in records:
+                return int((record.payload or {})["changelog_offset"])
+            return None
+
+        return await self._run(read)
 
     async def count_memories(
         self,

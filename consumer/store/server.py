@@ -168,7 +168,10 @@ class QdrantServerStore:
         partition: int,
         memories: Sequence[MemoryRecord],
         decisions: Sequence[DecisionRecord],
+        *,
+        changelog_offset: int | None = None,
     ) -> None:
+        """`changelog_offset` is ignored: a shared server needs no changelog."""
         if not memories and not decisions:
             return
         placeholder = codec.placeholder_vector(self._dimension)
@@ -201,6 +204,19 @@ class QdrantServerStore:
             )
         )
         return result.count
+
+    async def apply_points(
+        self, partition: int, points: Sequence[codec.RawPoint], *, changelog_offset: int | None
+    ) -> None:
+        if not points:
+            return
+        structs = [
+            models.PointStruct(id=p.point_id, vector=p.vector, payload=p.payload) for p in points
+        ]
+        await self._call(lambda: self._client.upsert(self._collection, structs, wait=True))
+
+    async def changelog_position(self, partition: int) -> int | None:
+        return None
 
     async def release_partitions(self, partitions: Iterable[int]) -> None:
         """A shared server needs no hand-over between consumers."""

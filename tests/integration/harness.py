@@ -40,6 +40,7 @@ def make_settings(bootstrap: str, data_dir: Path, **overrides: Any) -> Settings:
             "merged": f"{prefix}.memory.merged",
             "skipped": f"{prefix}.memory.skipped",
             "dlq": f"{prefix}.memory.dlq",
+            "changelog": f"{prefix}.memory.changelog",
             "partitions": 3,
         },
         "qdrant": {"path": str(data_dir)},

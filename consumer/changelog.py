@@ -1,0 +1,125 @@
+"""State follows the partition: the embedded store's changes, as a compacted topic.
+
+Every point written to a partition's shard is first published to the changelog
+topic (same partition number, keyed by point id, compacted), then stored with the
+changelog offset that covers it. A consumer that is assigned a partition whose
+shard it lacks, or holds behind the changelog, replays the missing tail into the
+shard before deciding anything for that partition, as Kafka Streams restores a
+state store. Vectors travel with the points, so nothing is embedded again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import structlog
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import KafkaError
+
+from consumer.errors import StoreUnavailable, TransientError
+from consumer.records import OutgoingRecord
+from consumer.store.codec import RawPoint
+from consumer.typing import MemoryStore, RecordPublisher
+
+log = structlog.get_logger(__name__)
+
+RESTORE_CHUNK = 2_000
+
+
+class ChangelogUnavailable(TransientError):
+    """The changelog topic cannot be read or written right now."""
+
+
+class Changelog:
+    def __init__(
+        self,
+        *,
+        topic: str,
+        bootstrap_servers: str,
+        publisher: RecordPublisher,
+        client_id: str = "memdedup-restore",
+    ) -> None:
+        self.topic = topic
+        self._bootstrap_servers = bootstrap_servers
+        self._publisher = publisher
+        self._client_id = client_id
+        self._reader: AIOKafkaConsumer | None = None
+
+    async def append(self, partition: int, points: Sequence[RawPoint]) -> int | None:
+        """Publish points; returns the offset of the last one (None if no points)."""
+        if not points:
+            return None
+        records = [
+            OutgoingRecord(self.topic, p.point_id.encode(), p.to_bytes(), {}, partition)
+            for p in points
+        ]
+        offsets = await self._publisher.publish_all(records)
+        return max(offsets)
+
+    async def _consumer(self) -> AIOKafkaConsumer:
+        if self._reader is None:
+            reader = AIOKafkaConsumer(
+                bootstrap_servers=self._bootstrap_servers,
+                client_id=self._client_id,
+                enable_auto_commit=False,
+                auto_offset_reset="earliest",
+                max_partition_fetch_bytes=8 * 1024 * 1024,
+            )
+            try:
+                await reader.start()
+            except KafkaError as exc:
+                raise ChangelogUnavailable(f"changelog reader: {type(exc).__name__}") from exc
+            self._reader = reader
+        return self._reader
+
+    async def restore(self, partition: int, store: MemoryStore) -> int:
+        """Bring the partition's shard up to the changelog's end; returns how many
+        points were applied."""
+        position = await store.changelog_position(partition)
+        reader = await self._consumer()
+        tp = TopicPartition(self.topic, partition)
+        try:
+            end = (await reader.end_offsets([tp]))[tp]
+        except KafkaError as exc:
+            raise ChangelogUnavailable(f"changelog end offset: {type(exc).__name__}") from exc
+        start = 0 if position is None else position + 1
+        if start >= end:
+            return 0
+        started = time.monotonic()
+        reader.assign([tp])
+        reader.seek(tp, start)
+        applied = 0
+        last = start - 1
+        chunk: list[RawPoint] = []
+        while last < end - 1:
+            try:
+                batches = await reader.getmany(tp, timeout_ms=1_000, max_records=RESTORE_CHUNK)
+            except KafkaError as exc:
+                raise ChangelogUnavailable(f"changelog read: {type(exc).__name__}") from exc
+            for record in batches.get(tp, []):
+                if record.offset >= end:
+                    break
+                if record.value is not None:
+                    chunk.append(RawPoint.from_bytes(record.value))
+                last = record.offset
+            if chunk or last >= end - 1:
+                await store.apply_points(partition, chunk, changelog_offset=last)
+                applied += len(chunk)
+                chunk = []
+            if not batches and time.monotonic() - started > 60:
+                raise StoreUnavailable(f"changelog restore of partition {partition} stalled")
+        log.info(
+            "shard_restored",
+            partition=partition,
+            points=applied,
+            from_offset=start,
+            to_offset=last,
+            seconds=round(time.monotonic() - started, 3),
+        )
+        return applied
+
+    async def close(self) -> None:
+        if self._reader is not None:
+            await self._reader.stop()
+            self._reader = None
