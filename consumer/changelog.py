@@ -17,7 +17,8 @@ import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
-from consumer.errors import StoreUnavailable, TransientError
+from consumer.errors import TransientError
+from consumer.offsets import exact_end_offsets
 from consumer.records import OutgoingRecord
 from consumer.store.codec import RawPoint
 from consumer.typing import MemoryStore, RecordPublisher
@@ -75,40 +76,38 @@ class Changelog:
 
     async def restore(self, partition: int, store: MemoryStore) -> int:
         """Bring the partition's shard up to the changelog's end; returns how many
-        points were applied."""
+        points were applied. The caller owns the partition, so nobody appends
+        meanwhile: an empty fetch at the tail means the shard has caught up."""
         position = await store.changelog_position(partition)
         reader = await self._consumer()
         tp = TopicPartition(self.topic, partition)
+        start = 0 if position is None else position + 1
         try:
-            end = (await reader.end_offsets([tp]))[tp]
+            end = (await exact_end_offsets(reader, [tp]))[tp]
         except KafkaError as exc:
             raise ChangelogUnavailable(f"changelog end offset: {type(exc).__name__}") from exc
-        start = 0 if position is None else position + 1
         if start >= end:
             return 0
         started = time.monotonic()
-        reader.assign([tp])
         reader.seek(tp, start)
         applied = 0
         last = start - 1
-        chunk: list[RawPoint] = []
         while last < end - 1:
             try:
                 batches = await reader.getmany(tp, timeout_ms=1_000, max_records=RESTORE_CHUNK)
             except KafkaError as exc:
                 raise ChangelogUnavailable(f"changelog read: {type(exc).__name__}") from exc
-            for record in batches.get(tp, []):
-                if record.offset >= end:
-                    break
-                if record.value is not None:
-                    chunk.append(RawPoint.from_bytes(record.value))
-                last = record.offset
-            if chunk or last >= end - 1:
-                await store.apply_points(partition, chunk, changelog_offset=last)
-                applied += len(chunk)
-                chunk = []
-            if not batches and time.monotonic() - started > 60:
-                raise StoreUnavailable(f"changelog restore of partition {partition} stalled")
+            records = [r for r in batches.get(tp, []) if r.offset < end]
+            if not records:
+                if time.monotonic() - started > 60:
+                    raise ChangelogUnavailable(
+                        f"changelog restore of partition {partition} stalled"
+                    )
+                continue
+            chunk = [RawPoint.from_bytes(r.value) for r in records if r.value is not None]
+            last = records[-1].offset
+            await store.apply_points(partition, chunk, changelog_offset=last)
+            applied += len(chunk)
         log.info(
             "shard_restored",
             partition=partition,

@@ -75,6 +75,42 @@ def cmd_topics(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    from datetime import datetime
+
+    from consumer.replay import ReplayRefused, ResetTarget, parse_offset, reset_offsets
+
+    settings = _settings(args)
+    try:
+        if args.to_datetime is not None:
+            at = datetime.fromisoformat(args.to_datetime)
+            if at.tzinfo is None:
+                raise ReplayRefused(
+                    f"--to-datetime {args.to_datetime!r} needs a UTC offset, "
+                    "e.g. 2026-11-01T00:00:00+00:00"
+                )
+            target = ResetTarget(at=at)
+        elif args.to_offset:
+            target = ResetTarget(offsets=tuple(parse_offset(spec) for spec in args.to_offset))
+        else:
+            target = ResetTarget(earliest=True)
+        topic = args.topic or settings.topics.input
+        committed = asyncio.run(
+            reset_offsets(settings.kafka, group=args.group, topic=topic, target=target)
+        )
+    except ValueError as exc:
+        print(f"memdedup replay: {exc}", file=sys.stderr)
+        return 2
+    except ReplayRefused as exc:
+        print(f"memdedup replay: refused: {exc}", file=sys.stderr)
+        return 3
+    print(f"group {args.group} on {topic} reset to {target.describe()}:")
+    for partition, offset in sorted(committed.items()):
+        print(f"  partition {partition}: {offset}")
+    print("start the consumers (memdedup run) to replay; decided events re-emit their decisions")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from consumer.demo import run_demo
     from consumer.logs import configure_logging
@@ -109,6 +145,20 @@ def build_parser() -> argparse.ArgumentParser:
     topics = commands.add_parser("topics", help="create the service's topics if missing")
     topics.add_argument("--config", type=Path, default=None)
     topics.set_defaults(func=cmd_topics)
+
+    replay = commands.add_parser(
+        "replay", help="reset a consumer group's offsets (refused while it has active members)"
+    )
+    replay.add_argument("--group", required=True, help="consumer group to reset")
+    where = replay.add_mutually_exclusive_group(required=True)
+    where.add_argument("--to-earliest", action="store_true", help="from the beginning")
+    where.add_argument("--to-datetime", metavar="T", help="RFC 3339 time with offset")
+    where.add_argument(
+        "--to-offset", metavar="P:O", action="append", help="partition:offset (repeatable)"
+    )
+    replay.add_argument("--topic", default=None, help="default: the input topic setting")
+    replay.add_argument("--config", type=Path, default=None)
+    replay.set_defaults(func=cmd_replay)
 
     demo = commands.add_parser("demo", help="run everything locally on sample events")
     demo.add_argument(

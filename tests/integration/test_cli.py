@@ -93,3 +93,15 @@ def test_broker_command_prints_its_address_and_serves_kafka() -> None:
         process.terminate()
         process.wait(timeout=10)
     assert process.returncode == 0
+
+
+def test_replay_rejects_malformed_targets() -> None:
+    bad_offset = run_cli("replay", "--group", "g", "--to-offset", "zero:1")
+    assert bad_offset.returncode == 3
+    assert "PARTITION:OFFSET" in bad_offset.stderr
+    naive = run_cli("replay", "--group", "g", "--to-datetime", "2026-11-01T00:00:00")
+    assert naive.returncode == 3
+    assert "needs a UTC offset" in naive.stderr
+    neither = run_cli("replay", "--group", "g")
+    assert neither.returncode == 2
+    assert "one of the arguments" in neither.stderr
