@@ -23,7 +23,7 @@ from faststream.kafka import KafkaBroker
 from faststream.kafka.annotations import KafkaMessage
 
 from consumer.changelog import Changelog
-from consumer.embedding import SentenceTransformerEmbedder
+from consumer.embedding import load_embedder
 from consumer.engine.dedup import DedupEngine
 from consumer.engine.recent import RecentCache
 from consumer.engine.thresholds import Bands, ThresholdPolicy
@@ -284,6 +284,7 @@ def create_app(
         session_timeout_ms=kafka.session_timeout_ms,
         heartbeat_interval_ms=kafka.heartbeat_interval_ms,
         max_poll_interval_ms=kafka.max_poll_interval_ms,
+        fetch_max_wait_ms=kafka.fetch_max_wait_ms,
         listener=PartitionHandover(runtime),
         ack_policy=AckPolicy.MANUAL,
         description="Extracted memories to deduplicate, keyed {tenant_id}/{namespace}.",
@@ -344,12 +345,8 @@ def create_app(
             except KafkaError as exc:
                 log.warning("topic_creation_failed", error=type(exc).__name__)
         if runtime.embedder is None:
-            emb = settings.embedding
-            runtime.embedder = await SentenceTransformerEmbedder.load(
-                model_path=emb.model_path,
-                model_id=emb.model_id,
-                batch_size=emb.batch_size,
-                torch_threads=emb.torch_threads,
+            runtime.embedder = await load_embedder(
+                settings.embedding, data_dir=settings.qdrant.path
             )
         if runtime.store is None:
             runtime.store = build_store(settings.qdrant, input_topic=settings.topics.input)

@@ -1,20 +1,34 @@
 """Embedding backends. The model loads once at start-up and runs on one dedicated
-worker thread, so the event loop keeps serving heartbeats and publishes."""
+worker thread, so the event loop keeps serving heartbeats and publishes.
+
+- `SentenceTransformerEmbedder` (backend `torch`): sentence-transformers on torch.
+- `OnnxEmbedder` (backends `onnx-int8`, `onnx-fp32`): the same model exported to
+  ONNX once (consumer.onnx_export) and run with onnxruntime and tokenizers; mean
+  pooling and L2 normalisation as in sentence-transformers.
+
+`load_embedder(settings, data_dir=...)` builds the configured one.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import structlog
 
 from consumer.errors import EmbedderUnavailable
-from consumer.typing import Vectors
+from consumer.typing import Embedder, Vectors
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+    from consumer.settings import EmbeddingSettings
 
 log = structlog.get_logger(__name__)
 
@@ -93,3 +107,172 @@ class SentenceTransformerEmbedder:
 
     async def close(self) -> None:
         self._executor.shutdown(wait=True)
+
+
+# all-MiniLM-L6-v2's max_seq_length in sentence-transformers (the packaged
+# tokenizer.json itself truncates at 128 and pads every text to 128).
+MAX_SEQ_LENGTH: Final = 256
+
+
+def mean_pool_normalize(token_embeddings: Any, attention_mask: Any) -> Vectors:
+    """Mean over the tokens the mask keeps, then L2 normalisation: what
+    sentence-transformers' Pooling(mean) + Normalize modules compute.
+
+    token_embeddings: (batch, sequence, dimension); attention_mask: (batch, sequence).
+    """
+    tokens = np.asarray(token_embeddings, dtype=np.float32)
+    mask = np.asarray(attention_mask, dtype=np.float32)[:, :, None]
+    summed = (tokens * mask).sum(axis=1)
+    counts = np.clip(mask.sum(axis=1), 1e-9, None)
+    pooled = summed / counts
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    normalized: Vectors = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+    return normalized
+
+
+def load_tokenizer(path: Path, max_length: int = MAX_SEQ_LENGTH) -> Tokenizer:
+    """The model's tokenizer with per-batch padding and truncation at `max_length`."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer.enable_truncation(max_length=max_length)
+    padding = tokenizer.padding or {}
+    tokenizer.enable_padding(
+        pad_id=int(padding.get("pad_id", 0)),
+        pad_type_id=int(padding.get("pad_type_id", 0)),
+        pad_token=str(padding.get("pad_token", "[PAD]")),
+    )
+    return tokenizer
+
+
+class OnnxEmbedder:
+    """all-MiniLM-L6-v2 on onnxruntime. `session` is an onnxruntime InferenceSession
+    (or anything with its `get_inputs()` and `run()`) returning token embeddings."""
+
+    def __init__(
+        self,
+        *,
+        session: Any,
+        tokenizer: Tokenizer,
+        model_id: str,
+        batch_size: int,
+        dimension: int | None = None,
+    ) -> None:
+        self._session = session
+        self._tokenizer = tokenizer
+        self._model_id = model_id
+        self._batch_size = batch_size
+        self._input_names = {item.name for item in session.get_inputs()}
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder")
+        self._dimension = dimension or int(self._encode(["dimension probe"]).shape[1])
+
+    @classmethod
+    async def load(
+        cls,
+        *,
+        cache_dir: Path,
+        model_path: Path | None,
+        model_id: str,
+        batch_size: int,
+        quantized: bool = True,
+        threads: int = 0,
+    ) -> OnnxEmbedder:
+        """Export (first run only, needs torch) and load off the event loop."""
+
+        def build() -> OnnxEmbedder:
+            # onnxruntime ships no type information.
+            ort: Any = importlib.import_module("onnxruntime")
+
+            from consumer.onnx_export import TOKENIZER_FILE, ensure_onnx_model
+
+            model_file = ensure_onnx_model(
+                cache_dir, model_path=model_path, variant="int8" if quantized else "fp32"
+            )
+            options = ort.SessionOptions()
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+            options.inter_op_num_threads = 1
+            if threads > 0:
+                options.intra_op_num_threads = threads
+            # Idle intra-op threads sleep instead of spinning: the event loop and the
+            # store share these cores between model calls.
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            session = ort.InferenceSession(
+                str(model_file), options, providers=["CPUExecutionProvider"]
+            )
+            tokenizer = load_tokenizer(model_file.parent / TOKENIZER_FILE)
+            embedder = cls(
+                session=session, tokenizer=tokenizer, model_id=model_id, batch_size=batch_size
+            )
+            log.info(
+                "model_loaded",
+                model=model_id,
+                backend="onnx-int8" if quantized else "onnx-fp32",
+                path=str(model_file),
+            )
+            return embedder
+
+        return await asyncio.to_thread(build)
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def _encode(self, texts: Sequence[str]) -> Vectors:
+        """Blocking: tokenise and run in batches of similar length (less padding),
+        then restore the input order."""
+        cleaned = [text.strip() for text in texts]
+        order = sorted(range(len(cleaned)), key=lambda i: len(cleaned[i]), reverse=True)
+        parts: list[Vectors] = []
+        for start in range(0, len(order), self._batch_size):
+            chunk = [cleaned[i] for i in order[start : start + self._batch_size]]
+            encodings = self._tokenizer.encode_batch(chunk)
+            ids = np.array([e.ids for e in encodings], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+            feed = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._input_names:
+                feed["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
+            (tokens,) = self._session.run(["last_hidden_state"], feed)
+            parts.append(mean_pool_normalize(tokens, mask))
+        stacked = np.concatenate(parts, axis=0)
+        result: Vectors = np.empty_like(stacked)
+        result[np.asarray(order, dtype=np.int64)] = stacked
+        return result
+
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self._dimension), dtype=np.float32)
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, self._encode, list(texts))
+        except (ValueError, TypeError):
+            raise
+        except Exception as exc:  # onnxruntime raises its own Exception subclasses
+            raise EmbedderUnavailable(f"embedding failed: {type(exc).__name__}") from exc
+
+    async def close(self) -> None:
+        self._executor.shutdown(wait=True)
+
+
+async def load_embedder(settings: EmbeddingSettings, *, data_dir: Path) -> Embedder:
+    """The embedder `settings.backend` names. ONNX models are exported once and
+    cached under `settings.onnx_cache_dir`, else `data_dir / "models"`."""
+    if settings.backend == "torch":
+        return await SentenceTransformerEmbedder.load(
+            model_path=settings.model_path,
+            model_id=settings.model_id,
+            batch_size=settings.batch_size,
+            torch_threads=settings.torch_threads,
+        )
+    return await OnnxEmbedder.load(
+        cache_dir=settings.onnx_cache_dir or data_dir / "models",
+        model_path=settings.model_path,
+        model_id=settings.model_id,
+        batch_size=settings.batch_size,
+        quantized=settings.backend == "onnx-int8",
+        threads=settings.onnx_threads,
+    )

@@ -70,6 +70,9 @@ class KafkaSettings(BaseModel):
     max_poll_interval_ms: Annotated[int, Field(ge=1_000)] = 300_000
     batch_max_records: Annotated[int, Field(ge=1, le=10_000)] = 256
     batch_timeout_ms: Annotated[int, Field(ge=1)] = 50
+    # How long the broker may hold a fetch open waiting for data. Low values keep
+    # publish-to-decision latency low on brokers that answer only when it expires.
+    fetch_max_wait_ms: Annotated[int, Field(ge=0)] = 10
     # Off by default: the local broker rejects InitProducerId.
     enable_idempotence: bool = False
     request_timeout_ms: Annotated[int, Field(ge=1_000)] = 30_000
@@ -129,6 +132,15 @@ class EmbeddingSettings(BaseModel):
     model_id: str = "sentence-transformers/all-MiniLM-L6-v2"
     batch_size: Annotated[int, Field(ge=1, le=1024)] = 64
     torch_threads: Annotated[int, Field(ge=0)] = 0  # 0: torch's default
+    # torch: sentence-transformers; onnx-int8 / onnx-fp32: onnxruntime on a model
+    # exported once from the same weights (consumer.onnx_export; needs torch only then).
+    # onnx-fp32 is the default: vectors identical to torch's (cosine >= 0.99999), so
+    # the calibrated thresholds hold, at ~1.9x torch's speed (bench/README.md).
+    # onnx-int8 is faster still but shifts similarities: recalibrate before using it.
+    backend: Literal["torch", "onnx-int8", "onnx-fp32"] = "onnx-fp32"
+    # Where exported ONNX models are cached; empty: `models/` under the data directory.
+    onnx_cache_dir: Path | None = None
+    onnx_threads: Annotated[int, Field(ge=0)] = 0  # 0: onnxruntime's default
 
 
 class RetrySettings(BaseModel):

@@ -1,0 +1,257 @@
+"""OnnxEmbedder without onnxruntime: pooling and normalisation math, batching,
+padding and order, on a fake session and a tiny tokenizer; and the export cache."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from tokenizers import Tokenizer
+from tokenizers.models import WordLevel
+from tokenizers.pre_tokenizers import Whitespace
+from tokenizers.processors import TemplateProcessing
+
+from consumer import onnx_export
+from consumer.embedding import OnnxEmbedder, mean_pool_normalize
+from consumer.errors import EmbedderUnavailable
+
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
+VOCAB = {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3} | {
+    word: index + 4 for index, word in enumerate(WORDS)
+}
+DIMENSION = 6
+
+
+def tiny_tokenizer(max_length: int = 16) -> Tokenizer:
+    tokenizer = Tokenizer(WordLevel(VOCAB, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = Whitespace()
+    tokenizer.post_processor = TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
+    tokenizer.enable_truncation(max_length=max_length)
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    return tokenizer
+
+
+class _Input:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+class FakeSession:
+    """Token embeddings from a fixed table, context-free; padding rows are made
+    large so any leak of padding into the mean shows."""
+
+    def __init__(self, *, with_token_types: bool = True, fail: bool = False) -> None:
+        rng = np.random.default_rng(7)
+        self.table = rng.normal(size=(len(VOCAB), DIMENSION)).astype(np.float32)
+        self.table[0] = 1000.0
+        self.with_token_types = with_token_types
+        self.fail = fail
+        self.feeds: list[dict[str, np.ndarray]] = []
+        self.threads: set[str] = set()
+
+    def get_inputs(self) -> list[_Input]:
+        names = ["input_ids", "attention_mask"]
+        if self.with_token_types:
+            names.append("token_type_ids")
+        return [_Input(name) for name in names]
+
+    def run(self, outputs: list[str], feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+        if self.fail:
+            raise RuntimeError("session broke")
+        assert outputs == ["last_hidden_state"]
+        self.feeds.append(feed)
+        self.threads.add(threading.current_thread().name)
+        return [self.table[feed["input_ids"]]]
+
+
+def expected_vector(session: FakeSession, text: str) -> np.ndarray:
+    ids = [2] + [VOCAB.get(word, 1) for word in text.split()] + [3]
+    mean: np.ndarray = session.table[ids].mean(axis=0)
+    normalized: np.ndarray = mean / np.linalg.norm(mean)
+    return normalized
+
+
+def make(session: FakeSession, batch_size: int = 64, max_length: int = 16) -> OnnxEmbedder:
+    return OnnxEmbedder(
+        session=session,
+        tokenizer=tiny_tokenizer(max_length),
+        model_id="fake/onnx",
+        batch_size=batch_size,
+    )
+
+
+def test_mean_pool_normalize_ignores_masked_tokens() -> None:
+    tokens = np.array(
+        [
+            [[1.0, 0.0], [3.0, 4.0], [100.0, 100.0]],
+            [[0.0, 2.0], [0.0, 4.0], [0.0, 6.0]],
+        ],
+        dtype=np.float32,
+    )
+    mask = np.array([[1, 1, 0], [1, 1, 1]])
+    vectors = mean_pool_normalize(tokens, mask)
+    # Row 0: mean of the first two tokens is (2, 2); row 1: (0, 4).
+    np.testing.assert_allclose(vectors, [[2**-0.5, 2**-0.5], [0.0, 1.0]], atol=1e-6)
+    assert vectors.dtype == np.float32
+
+
+def test_mean_pool_normalize_is_safe_on_empty_mask_and_zero_vector() -> None:
+    tokens = np.zeros((1, 2, 3), dtype=np.float32)
+    vectors = mean_pool_normalize(tokens, np.zeros((1, 2)))
+    assert np.isfinite(vectors).all()
+
+
+async def test_embed_matches_pooling_of_each_text_alone() -> None:
+    session = FakeSession()
+    embedder = make(session)
+    texts = ["alpha", "beta gamma delta epsilon zeta", "  eta theta  ", "unknown words here"]
+    vectors = await embedder.embed(texts)
+    assert vectors.shape == (4, DIMENSION)
+    assert vectors.dtype == np.float32
+    for text, vector in zip(texts, vectors, strict=True):
+        np.testing.assert_allclose(vector, expected_vector(session, text.strip()), atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
+    # One batch, padded to its longest text only (7 tokens), not to a fixed length.
+    assert [feed["input_ids"].shape for feed in session.feeds[1:]] == [(4, 7)]
+    await embedder.close()
+
+
+async def test_small_batches_keep_input_order() -> None:
+    session = FakeSession()
+    embedder = make(session, batch_size=2)
+    texts = ["alpha beta gamma", "delta", "epsilon zeta eta theta alpha", "beta", "gamma delta"]
+    vectors = await embedder.embed(texts)
+    expected = np.stack([expected_vector(session, text) for text in texts])
+    np.testing.assert_allclose(vectors, expected, atol=1e-5)
+    assert len(session.feeds) == 1 + 3  # the dimension probe, then 3 batches
+    await embedder.close()
+
+
+async def test_truncates_long_texts() -> None:
+    session = FakeSession()
+    embedder = make(session, max_length=4)
+    vectors = await embedder.embed(["alpha beta gamma delta epsilon"])
+    # [CLS] alpha beta [SEP]: truncation keeps the special tokens.
+    np.testing.assert_allclose(vectors[0], expected_vector(session, "alpha beta"), atol=1e-5)
+    await embedder.close()
+
+
+async def test_feeds_token_types_only_when_the_model_takes_them() -> None:
+    with_types, without_types = FakeSession(), FakeSession(with_token_types=False)
+    for session in (with_types, without_types):
+        embedder = make(session)
+        await embedder.embed(["alpha beta"])
+        await embedder.close()
+    assert "token_type_ids" in with_types.feeds[-1]
+    assert "token_type_ids" not in without_types.feeds[-1]
+
+
+async def test_runs_on_one_worker_thread_and_reports_dimension() -> None:
+    session = FakeSession()
+    embedder = make(session)
+    assert embedder.dimension == DIMENSION
+    assert embedder.model_id == "fake/onnx"
+    session.threads.clear()
+    for _ in range(3):
+        await embedder.embed(["alpha", "beta"])
+    assert len(session.threads) == 1
+    assert next(iter(session.threads)).startswith("embedder")
+    assert threading.current_thread().name not in session.threads
+    empty = await embedder.embed([])
+    assert empty.shape == (0, DIMENSION)
+    await embedder.close()
+
+
+async def test_session_failure_is_transient() -> None:
+    session = FakeSession()
+    embedder = OnnxEmbedder(
+        session=session,
+        tokenizer=tiny_tokenizer(),
+        model_id="fake/onnx",
+        batch_size=8,
+        dimension=DIMENSION,
+    )
+    session.fail = True
+    with pytest.raises(EmbedderUnavailable):
+        await embedder.embed(["alpha"])
+    await embedder.close()
+
+
+def _fake_model_dir(tmp_path: Path) -> Path:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "tokenizer.json").write_text("{}")
+    return model
+
+
+def test_export_is_cached_and_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[Path] = []
+
+    def fake_export(model_path: Path, out_dir: Path) -> None:
+        calls.append(out_dir)
+        for name in (onnx_export.FP32_FILE, onnx_export.INT8_FILE, onnx_export.TOKENIZER_FILE):
+            (out_dir / name).write_bytes(b"x")
+
+    monkeypatch.setattr(onnx_export, "export_model", fake_export)
+    model = _fake_model_dir(tmp_path)
+    cache = tmp_path / "cache"
+    first = onnx_export.ensure_onnx_model(cache, model_path=model)
+    second = onnx_export.ensure_onnx_model(cache, model_path=model)
+    fp32 = onnx_export.ensure_onnx_model(cache, model_path=model, variant="fp32")
+    assert first == second
+    assert first.name == onnx_export.INT8_FILE
+    assert fp32.parent == first.parent
+    assert len(calls) == 1
+    # Exported in a staging directory, published by rename: no staging left.
+    assert sorted(p.name for p in cache.iterdir() if p.is_dir()) == [first.parent.name]
+
+
+def test_failed_export_leaves_nothing_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken_export(model_path: Path, out_dir: Path) -> None:
+        (out_dir / onnx_export.FP32_FILE).write_bytes(b"half")
+        raise RuntimeError("killed mid-export")
+
+    monkeypatch.setattr(onnx_export, "export_model", broken_export)
+    model = _fake_model_dir(tmp_path)
+    cache = tmp_path / "cache"
+    with pytest.raises(RuntimeError):
+        onnx_export.ensure_onnx_model(cache, model_path=model)
+    assert [p for p in cache.iterdir() if p.is_dir()] == []
+
+
+def test_concurrent_callers_export_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    gate = threading.Event()
+
+    def slow_export(model_path: Path, out_dir: Path) -> None:
+        calls.append(1)
+        gate.wait(2)
+        for name in (onnx_export.FP32_FILE, onnx_export.INT8_FILE, onnx_export.TOKENIZER_FILE):
+            (out_dir / name).write_bytes(b"x")
+
+    monkeypatch.setattr(onnx_export, "export_model", slow_export)
+    model = _fake_model_dir(tmp_path)
+    cache = tmp_path / "cache"
+    results: list[Any] = []
+    workers = [
+        threading.Thread(
+            target=lambda: results.append(onnx_export.ensure_onnx_model(cache, model_path=model))
+        )
+        for _ in range(3)
+    ]
+    for worker in workers:
+        worker.start()
+    gate.set()
+    for worker in workers:
+        worker.join(10)
+    assert len(results) == 3
+    assert len(set(results)) == 1
+    assert len(calls) == 1

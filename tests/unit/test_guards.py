@@ -1,0 +1,322 @@
+"""Deterministic guards that veto semantic skips/merges cosine cannot tell apart."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from consumer.engine.guards import GuardName, GuardVeto, check_pair
+
+# --- numbers: digits, number words, times, dates, weekdays, months, identifiers ---
+
+NUMBERS_VETO = [
+    ("User's flight leaves at 9am", "User's flight leaves at 9pm"),
+    ("User's flight leaves at 9 AM", "User's flight leaves at 9 p.m."),
+    ("Meeting at 9:00", "Meeting at 21:00"),
+    ("Merged PR #260", "Merged PR #480"),
+    ("User's budget is $5", "User's budget is $50"),
+    ("User's budget is $500", "User's budget is $5000"),
+    ("User runs v1.2 of the CLI", "User runs v1.3 of the CLI"),
+    ("User runs Python 3.8", "User runs Python 3.12"),
+    ("User started the job in 2023", "User started the job in 2024"),
+    ("User is 34 years old", "User is 43 years old"),
+    ("User has two cats", "User has three cats"),
+    ("User has 2 cats", "User has three cats"),
+    ("User has a cat", "User has 3 cats"),
+    ("The meeting is on Monday", "The meeting is on Tuesday"),
+    ("The meeting is on Monday", "The meeting is on TUESDAY."),
+    ("User's birthday is in March", "User's birthday is in May"),
+    ("User's appointment is on March 3", "User's appointment is on March 13"),
+    ("User's rent is due on the 1st", "User's rent is due on the 15th"),
+    ("User's rent is due on the first", "User's rent is due on the fifteenth"),
+    ("Ticket ABC-123 is assigned to the user", "Ticket ABC-124 is assigned to the user"),
+    ("User's GPU is an H100", "User's GPU is an H200"),
+    ("User's email is alice@example.com", "User's email is bob@example.com"),
+    ("Docs live at https://example.com/v1", "Docs live at https://example.com/v2"),
+    ("User's room number is 214", "User's room number is 412"),
+    ("User's laptop has 16GB of RAM", "User's laptop has 32GB of RAM"),
+    ("The release is today", "The release is tomorrow"),
+    ("User sleeps twenty-five minutes after lunch", "User sleeps 35 minutes after lunch"),
+    ("User wants replies by noon", "User wants replies by 1pm"),
+    ("Between 3 and 5 guests", "Between 3 and 6 guests"),
+]
+
+NUMBERS_PASS = [
+    ("Meeting at 9am", "Meeting at 9 am"),
+    ("Meeting at 9am", "Meeting at 9 AM"),
+    ("Meeting at 9am", "Meeting at 9:00 am"),
+    ("Meeting at 9am", "Meeting at 09:00"),
+    ("Meeting at 9 a.m.", "meeting at 9AM"),
+    ("Meeting at 9pm", "Meeting at 21:00"),
+    ("Meeting at noon", "Meeting at 12pm"),
+    ("User gets up at 6am", "User gets up at 6 in the morning"),
+    ("User has 3 cats", "User has three cats"),
+    ("User has two cats", "User has 2 cats"),
+    ("User has a dog", "User has one dog"),
+    ("User owns 1,000 books", "User owns 1000 books"),
+    ("User owns a hundred books", "User owns 100 books"),
+    ("User owns one hundred and five books", "User owns 105 books"),
+    ("User has twenty-five plants", "User has 25 plants"),
+    ("User's rent is due on the 1st", "User's rent is due on the first"),
+    ("User's birthday is March 3", "User's birthday is 3rd March"),
+    ("The meeting is on Monday", "the meeting is on monday"),
+    ("User works on Mondays", "User works every Monday"),
+    ("User runs version 1.2", "User runs v1.2"),
+    ("User's budget is 5k", "User's budget is 5000"),
+    ("User's laptop has 16GB of RAM", "User's laptop has 16 GB of RAM"),
+    ("Ticket ABC-123 is open", "ticket abc-123 is open"),
+    ("User's birthday is 2023-05-01", "User's birthday is 2023/5/1"),
+    ("User may move to Berlin", "User might move to Berlin"),
+    ("No one came to the party", "Nobody came to the party"),
+    # Decided: quantities compare as sets, so reordered numbers are the same
+    # quantities; "between 3 and 5" / "between 5 and 3" also passes word order
+    # (reordered conjuncts), while "from 3 to 5" / "from 5 to 3" does not.
+    ("Between 3 and 5 guests", "Between 5 and 3 guests"),
+    ("User has 2 cats and 3 dogs", "User has 3 dogs and 2 cats"),
+]
+
+# --- negation / polarity ---
+
+NEGATION_VETO = [
+    ("The meeting is on Monday", "The meeting is not on Monday"),
+    ("User likes spicy food", "User does not like spicy food"),
+    ("User likes spicy food", "User doesn't like spicy food"),
+    ("User likes spicy food", "User doesn\u2019t like spicy food"),
+    ("User likes spicy food", "User DOES NOT like spicy food!"),
+    ("User drinks alcohol", "User dont drink alcohol"),
+    ("User likes coffee", "User dislikes coffee"),
+    ("User loves cats", "User hates cats"),
+    ("User enjoys public speaking", "User dislikes public speaking"),
+    ("User is allergic to peanuts", "User is not allergic to peanuts"),
+    ("User can swim", "User cannot swim"),
+    ("User will attend the offsite", "User won't attend the offsite"),
+    ("User wants the bot to use emojis", "User never wants the bot to use emojis"),
+    ("User is married", "User is no longer married"),
+    ("User smokes", "User quit smoking"),
+    ("User smokes", "User stopped smoking"),
+    ("User smokes", "User gave up smoking"),
+    ("User has a driving licence", "User has no driving licence"),
+    ("User drinks coffee with sugar", "User drinks coffee without sugar"),
+    ("User likes tea and coffee", "User likes neither tea nor coffee"),
+    ("User knows Rust", "User knows nothing about Rust"),
+    ("User is a smoker", "User is a non-smoker"),
+    ("The build passes on CI", "The build fails on CI"),
+    ("User likes tea but not coffee", "User likes tea and coffee"),
+    ("No one likes the new logo", "Everyone likes the new logo"),
+]
+
+NEGATION_PASS = [
+    ("User does not eat meat", "User doesn't eat meat"),
+    ("User never drinks alcohol", "User does not drink alcohol"),
+    ("User hates long meetings", "User doesn't like long meetings"),
+    ("User dislikes long meetings", "User can't stand lengthy meetings"),
+    ("User stopped smoking", "User doesn't smoke"),
+    ("User is vegetarian", "User doesn't eat meat"),
+    ("User does not drink alcohol", "User is teetotal"),
+    ("User speaks English and French", "User speaks not only English but also French"),
+    ("No, the meeting is on Monday", "The meeting is on Monday"),
+    ("No. The meeting is on Monday", "The meeting is on Monday"),
+    ("User took a note about the knot", "User took notes about the knot"),
+    ("User is certainly coming", "User is without a doubt coming"),
+    ("User can't wait for the trip", "User is excited about the trip"),
+    ("User eats nothing but pizza", "User eats only pizza"),
+    ("User knows Norway well", "User knows Norway very well"),
+    ("User likes coffee", "User loves coffee"),
+    ("User doesn't like tea nor coffee", "User likes neither tea nor coffee"),
+]
+
+# --- word order (role swaps) ---
+
+WORD_ORDER_VETO = [
+    ("Alice loves Bob", "Bob loves Alice"),
+    ("alice loves bob.", "Bob loves Alice!"),
+    ("User reports to Priya", "Priya reports to the user"),
+    ("User owes Tom 50 euros", "Tom owes the user 50 euros"),
+    ("User's sister is older than the user", "User is older than their sister"),
+    ("User is Tom's manager", "Tom is the user's manager"),
+    ("Service A calls service B", "Service B calls service A"),
+    ("User is flying from London to New York", "User is flying from New York to London"),
+    ("User went from Paris to Rome", "User went to Paris from Rome"),
+    ("User prefers tabs over spaces", "User prefers spaces over tabs"),
+    ("She gave him the book", "He gave her the book"),
+    ("User doesn't like Tom", "Tom doesn't like the user"),
+    ("User is tired because Alice left", "Alice left because the user is tired"),
+    ("The meeting is before lunch", "Lunch is before the meeting"),
+    ("User likes tea, not coffee", "User likes coffee, not tea"),
+    ("User likes tea but hates coffee", "User likes coffee but hates tea"),
+    ("Alice is Bob's boss", "Bob is Alice's boss"),
+    ("Alice is loved by Bob", "Alice loves Bob"),
+    ("User ate and then slept", "User slept and then ate"),
+    ("The flight is from 3 to 5", "The flight is from 5 to 3"),
+    ("User's team depends on the payments team", "The payments team depends on user's team"),
+]
+
+WORD_ORDER_PASS = [
+    ("I live in Paris", "User lives in Paris"),
+    ("User speaks German and French", "User speaks French and German"),
+    ("User likes red apples and green pears", "User likes green pears and red apples"),
+    ("Alice and Bob are friends", "Bob and Alice are friends"),
+    ("User likes tea but hates coffee", "User hates coffee but likes tea"),
+    ("Python is my favorite language", "My favorite language is Python"),
+    ("User's partner is Sam", "Sam is the user's partner"),
+    ("Alice is Bob's boss", "Bob's boss is Alice"),
+    ("Bob is loved by Alice", "Alice loves Bob"),
+    ("User is mentored by Jack", "Jack mentors the user"),
+    ("In 2020, user moved to Berlin", "User moved to Berlin in 2020"),
+    ("Every morning, user drinks coffee", "User drinks coffee every morning"),
+    ("User is flying to New York from London", "User is flying from London to New York"),
+    ("User met Alice in Paris on Monday", "User met Alice on Monday in Paris"),
+    ("A man plays the guitar and sings.", "A man is singing and playing a guitar."),
+    ("User's timezone is CET", "User timezone: CET"),
+    ("USER LOVES BOB", "user loves Bob."),
+    ("Lives in Paris", "Lives at Paris"),
+]
+
+# --- the paraphrases from the brief: must never be vetoed ---
+
+PARAPHRASES = [
+    ("I live in Paris", "User lives in Paris"),
+    ("I prefer Python", "Python is my favorite language"),
+    ("User likes coffee, flat white usually", "User loves coffee, especially flat white"),
+    ("Lives in Paris", "Home in Paris, France"),
+    ("User's daughter is named Emma", "The user's daughter is called Emma"),
+    ("User is allergic to peanuts", "The user has a peanut allergy"),
+    ("Meeting at 9am", "Meeting at 9 am"),
+    ("User has 3 cats", "User has three cats"),
+    ("User does not eat meat", "User doesn't eat meat"),
+    ("User never drinks alcohol", "User does not drink alcohol"),
+]
+
+ALL_VETOES = (
+    [(a, b, GuardName.NUMBERS) for a, b in NUMBERS_VETO]
+    + [(a, b, GuardName.NEGATION) for a, b in NEGATION_VETO]
+    + [(a, b, GuardName.WORD_ORDER) for a, b in WORD_ORDER_VETO]
+)
+ALL_PASSES = NUMBERS_PASS + NEGATION_PASS + WORD_ORDER_PASS + PARAPHRASES
+
+
+@pytest.mark.parametrize(("existing", "new"), NUMBERS_VETO)
+def test_numbers_veto(existing: str, new: str) -> None:
+    veto = check_pair(existing, new)
+    assert veto is not None
+    assert veto.guard is GuardName.NUMBERS
+
+
+@pytest.mark.parametrize(("existing", "new"), NUMBERS_PASS)
+def test_numbers_pass(existing: str, new: str) -> None:
+    assert check_pair(existing, new) is None
+
+
+@pytest.mark.parametrize(("existing", "new"), NEGATION_VETO)
+def test_negation_veto(existing: str, new: str) -> None:
+    veto = check_pair(existing, new)
+    assert veto is not None
+    assert veto.guard is GuardName.NEGATION
+
+
+@pytest.mark.parametrize(("existing", "new"), NEGATION_PASS)
+def test_negation_pass(existing: str, new: str) -> None:
+    assert check_pair(existing, new) is None
+
+
+@pytest.mark.parametrize(("existing", "new"), WORD_ORDER_VETO)
+def test_word_order_veto(existing: str, new: str) -> None:
+    veto = check_pair(existing, new)
+    assert veto is not None
+    assert veto.guard is GuardName.WORD_ORDER
+
+
+@pytest.mark.parametrize(("existing", "new"), WORD_ORDER_PASS)
+def test_word_order_pass(existing: str, new: str) -> None:
+    assert check_pair(existing, new) is None
+
+
+@pytest.mark.parametrize(("existing", "new"), PARAPHRASES)
+def test_paraphrases_pass(existing: str, new: str) -> None:
+    assert check_pair(existing, new) is None
+
+
+@pytest.mark.parametrize(("existing", "new", "guard"), ALL_VETOES)
+def test_veto_is_symmetric(existing: str, new: str, guard: GuardName) -> None:
+    veto = check_pair(new, existing)
+    assert veto is not None
+    assert veto.guard is guard
+
+
+@pytest.mark.parametrize(("existing", "new"), ALL_PASSES)
+def test_pass_is_symmetric(existing: str, new: str) -> None:
+    assert check_pair(new, existing) is None
+
+
+def test_guard_names_are_the_event_values() -> None:
+    assert [g.value for g in GuardName] == ["word_order", "numbers", "negation"]
+    assert GuardName("numbers") is GuardName.NUMBERS
+    assert f"{GuardName.NEGATION}" == "negation"
+
+
+def test_veto_is_frozen() -> None:
+    veto = GuardVeto(GuardName.NUMBERS, "numbers differ")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        veto.detail = "other"  # type: ignore[misc]
+    assert veto == GuardVeto(GuardName.NUMBERS, "numbers differ")
+
+
+def test_numbers_detail_names_the_differing_values() -> None:
+    veto = check_pair("User's flight leaves at 9am", "User's flight leaves at 9pm")
+    assert veto == GuardVeto(GuardName.NUMBERS, "numbers differ: {'09:00'} vs {'21:00'}")
+
+
+def test_one_sided_number_detail() -> None:
+    veto = check_pair("User has a cat", "User has 3 cats")
+    assert veto is not None
+    assert veto.detail == "numbers differ: none vs {'3'}"
+
+
+def test_negation_detail_names_the_cues() -> None:
+    veto = check_pair("The meeting is on Monday", "The meeting is not on Monday")
+    assert veto == GuardVeto(GuardName.NEGATION, "negation differs: [none] vs [not]")
+
+
+def test_word_order_detail_names_the_words() -> None:
+    veto = check_pair("Alice loves Bob", "Bob loves Alice")
+    assert veto is not None
+    assert veto.detail.startswith("word order differs: same words (")
+    assert "bob" in veto.detail
+
+
+def test_numbers_checked_before_negation_and_word_order() -> None:
+    veto = check_pair("Alice owes Bob 5 euros", "Bob does not owe Alice 6 euros")
+    assert veto is not None
+    assert veto.guard is GuardName.NUMBERS
+
+
+def test_negation_checked_before_word_order() -> None:
+    veto = check_pair("Alice loves Bob", "Bob does not love Alice")
+    assert veto is not None
+    assert veto.guard is GuardName.NEGATION
+
+
+@pytest.mark.parametrize("text", ["", "User prefers Python", "9am", "not", "!!!"])
+def test_identical_texts_pass(text: str) -> None:
+    assert check_pair(text, text) is None
+
+
+def test_detail_stays_short_for_long_texts() -> None:
+    left = " ".join(f"item-{i}x" for i in range(200))
+    right = " ".join(f"item-{i}y" for i in range(200))
+    veto = check_pair(left, right)
+    assert veto is not None
+    assert veto.guard is GuardName.NUMBERS
+    assert len(veto.detail) < 200
+
+    words = [f"word{chr(97 + i % 26)}{chr(97 + i // 26)}" for i in range(60)]
+    veto = check_pair(" ".join(words), " ".join(reversed(words)))
+    assert veto is not None
+    assert len(veto.detail) < 200
+
+
+def test_deterministic() -> None:
+    pairs = [(a, b) for a, b, _ in ALL_VETOES] + ALL_PASSES
+    first = [check_pair(a, b) for a, b in pairs]
+    assert [check_pair(a, b) for a, b in pairs] == first
