@@ -359,6 +359,7 @@ def create_app(
                 ttl_s=settings.dedup.recent_ttl_s, max_entries=settings.dedup.recent_max_entries
             ),
             search_limit=settings.dedup.search_limit,
+            guards=settings.dedup.guards_enabled,
         )
         publisher = BrokerPublisher(broker)
         if uses_changelog(settings, runtime.store):

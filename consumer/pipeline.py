@@ -33,6 +33,7 @@ from schemas import (
     DeadLetterCode,
     DeadLetterHeaders,
     Decision,
+    GuardReport,
     MemoryDecisionEvent,
     RecordPosition,
     StoredMemory,
@@ -96,6 +97,14 @@ def build_decision_event(outcome: Outcome, model_id: str) -> MemoryDecisionEvent
             topic=candidate.record.topic,
             partition=candidate.record.partition,
             offset=candidate.record.offset,
+        ),
+        guard=None
+        if outcome.guard is None
+        else GuardReport(
+            name=outcome.guard.veto.guard.value,
+            detail=outcome.guard.veto.detail,
+            memory_id=outcome.guard.memory_id,
+            similarity=round(outcome.guard.similarity, 6),
         ),
     )
 

@@ -53,6 +53,9 @@ class DedupSettings(BandSettings):
     recent_ttl_s: Annotated[float, Field(gt=0)] = 300.0
     recent_max_entries: Annotated[int, Field(gt=0)] = 10_000
     search_limit: Annotated[int, Field(ge=1, le=100)] = 5
+    # Deterministic vetoes of semantic matches that differ in numbers, polarity or
+    # word order (consumer.engine.guards).
+    guards_enabled: bool = True
 
 
 class KafkaSettings(BaseModel):

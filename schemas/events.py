@@ -128,6 +128,18 @@ class CheckReport(BaseModel):
     score: float | None = None
 
 
+class GuardReport(BaseModel):
+    """A deterministic guard vetoed a semantic match (role swap, different numbers,
+    opposite polarity): the pair was decided as if below threshold."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Literal["word_order", "numbers", "negation"]
+    detail: str
+    memory_id: str
+    similarity: float
+
+
 class StoredMemory(BaseModel):
     """The memory as stored after the decision."""
 
@@ -180,6 +192,7 @@ class MemoryDecisionEvent(BaseModel):
     model: str
     decided_at: datetime
     record: RecordPosition
+    guard: GuardReport | None = None
 
 
 class DeadLetterCode(StrEnum):

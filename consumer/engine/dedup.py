@@ -15,10 +15,12 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from consumer.engine.guards import check_pair
 from consumer.engine.models import (
     BatchPlan,
     Candidate,
     CheckRun,
+    GuardHit,
     MemoryRecord,
     Outcome,
     Scope,
@@ -26,7 +28,7 @@ from consumer.engine.models import (
     SimilarityQuery,
 )
 from consumer.engine.recent import RecentCache, RecentEntry, ScopedHash
-from consumer.engine.thresholds import ThresholdPolicy
+from consumer.engine.thresholds import Bands, ThresholdPolicy
 from consumer.typing import Embedder, MemoryStore
 from schemas import CheckName, Decision, DecisionReason
 
@@ -70,6 +72,7 @@ class DedupEngine:
         policy: ThresholdPolicy,
         recent: RecentCache,
         search_limit: int = 5,
+        guards: bool = True,
         clock: Callable[[], datetime] = _utcnow,
     ) -> None:
         self._store = store
@@ -77,6 +80,7 @@ class DedupEngine:
         self._policy = policy
         self._recent = recent
         self._search_limit = search_limit
+        self._guards = guards
         self._clock = clock
 
     @property
@@ -187,45 +191,62 @@ class DedupEngine:
             return self._skip(candidate, state, recent_memory, DecisionReason.RECENT, checks)
 
         await self._vector_for(partition, candidate, state)
-        best = self._best_match(candidate, state)
+        matches = self._matches(candidate, state)
         bands = self._policy.bands_for(candidate.event.namespace)
-        score = best.score if best is not None else None
-        decision, threshold = (
-            bands.classify(best.score) if best is not None else (Decision.ACCEPTED, None)
-        )
+        top_score = matches[0].score if matches else None
+        chosen, decision, threshold, veto = self._first_allowed(candidate, matches, bands)
         checks.append(
             CheckRun(
-                CheckName.SEMANTIC, decision is not Decision.ACCEPTED, state.semantic_ms, score
+                CheckName.SEMANTIC, decision is not Decision.ACCEPTED, state.semantic_ms, top_score
             )
         )
-        if best is not None and decision is Decision.SKIPPED:
+        if chosen is not None and decision is Decision.SKIPPED:
             return self._skip(
                 candidate,
                 state,
-                best.memory,
+                chosen.memory,
                 DecisionReason.SEMANTIC,
                 checks,
-                similarity=best.score,
+                similarity=chosen.score,
                 threshold=threshold,
+                veto=veto,
             )
-        if best is not None and decision is Decision.MERGED:
-            return self._merge(candidate, state, best, threshold, checks)
-        return self._accept(candidate, state, checks)
+        if chosen is not None and decision is Decision.MERGED:
+            return self._merge(candidate, state, chosen, threshold, checks, veto)
+        return self._accept(candidate, state, checks, veto)
 
-    def _best_match(self, candidate: Candidate, state: _BatchState) -> ScoredMemory | None:
-        best: ScoredMemory | None = None
+    def _first_allowed(
+        self, candidate: Candidate, matches: Sequence[ScoredMemory], bands: Bands
+    ) -> tuple[ScoredMemory | None, Decision, float | None, GuardHit | None]:
+        """The best match that reaches a band and that no guard vetoes. A vetoed
+        pair is treated as below threshold, and the next match is tried."""
+        first_veto: GuardHit | None = None
+        for match in matches:
+            decision, threshold = bands.classify(match.score)
+            if decision is Decision.ACCEPTED:
+                break
+            veto = (
+                check_pair(match.memory.content, candidate.event.content) if self._guards else None
+            )
+            if veto is None:
+                return match, decision, threshold, first_veto
+            if first_veto is None:
+                first_veto = GuardHit(veto, match.memory.memory_id, match.score)
+        return None, Decision.ACCEPTED, None, first_veto
+
+    def _matches(self, candidate: Candidate, state: _BatchState) -> list[ScoredMemory]:
+        """Stored neighbours and memories accepted earlier in this batch, best first."""
+        scored: dict[str, ScoredMemory] = {}
         for found in state.neighbours.get(candidate.event.event_id, []):
             memory = state.current(found.memory.memory_id) or found.memory
-            if best is None or found.score > best.score:
-                best = ScoredMemory(memory, found.score)
+            scored[memory.memory_id] = ScoredMemory(memory, found.score)
         vector = np.asarray(state.vectors[candidate.normalized], dtype=np.float32)
         for memory_id in state.new_in_scope.get(candidate.scope, []):
             memory = state.plan.writes[memory_id]
             assert memory.vector is not None
             score = float(np.dot(vector, np.asarray(memory.vector, dtype=np.float32)))
-            if best is None or score > best.score:
-                best = ScoredMemory(memory, score)
-        return best
+            scored[memory_id] = ScoredMemory(memory, score)
+        return sorted(scored.values(), key=lambda m: (-m.score, m.memory.memory_id))
 
     def _skip(
         self,
@@ -237,6 +258,7 @@ class DedupEngine:
         *,
         similarity: float | None = None,
         threshold: float | None = None,
+        veto: GuardHit | None = None,
     ) -> Outcome:
         """`memory` is the matched memory as it stands now (overlay first)."""
         state.staged_recent[candidate.scoped_hash] = memory.memory_id
@@ -249,6 +271,7 @@ class DedupEngine:
             threshold=threshold,
             checks=tuple(checks),
             decided_at=self._clock(),
+            guard=veto,
         )
 
     def _merge(
@@ -258,6 +281,7 @@ class DedupEngine:
         best: ScoredMemory,
         threshold: float | None,
         checks: list[CheckRun],
+        veto: GuardHit | None = None,
     ) -> Outcome:
         target = best.memory
         now = self._clock()
@@ -281,9 +305,16 @@ class DedupEngine:
             threshold=threshold,
             checks=tuple(checks),
             decided_at=now,
+            guard=veto,
         )
 
-    def _accept(self, candidate: Candidate, state: _BatchState, checks: list[CheckRun]) -> Outcome:
+    def _accept(
+        self,
+        candidate: Candidate,
+        state: _BatchState,
+        checks: list[CheckRun],
+        veto: GuardHit | None = None,
+    ) -> Outcome:
         now = self._clock()
         event = candidate.event
         memory = MemoryRecord(
@@ -313,4 +344,5 @@ class DedupEngine:
             threshold=None,
             checks=tuple(checks),
             decided_at=now,
+            guard=veto,
         )

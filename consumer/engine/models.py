@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from consumer.engine.guards import GuardVeto
 from schemas import CheckName, Decision, DecisionReason, MemoryExtracted
 
 
@@ -103,6 +104,15 @@ class CheckRun:
 
 
 @dataclass(frozen=True, slots=True)
+class GuardHit:
+    """A guard vetoed a semantic match: the pair differs in a way cosine misses."""
+
+    veto: GuardVeto
+    memory_id: str
+    similarity: float
+
+
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """The result of the check pipeline for one candidate (seed 004's
     DuplicateCheckResult, as data), with the memory as it stands afterwards."""
@@ -115,6 +125,8 @@ class Outcome:
     threshold: float | None
     checks: tuple[CheckRun, ...]
     decided_at: datetime
+    # The first veto met on the way to this decision, if any.
+    guard: GuardHit | None = None
 
 
 @dataclass(slots=True)

@@ -296,3 +296,41 @@ async def test_restart_resumes_from_committed_offsets(
         assert sum(o or 0 for o in offsets.values()) == len(first) + len(second)
     finally:
         await stores.close()
+
+
+async def test_guards_veto_high_similarity_pairs_that_are_different_facts(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    stores = StoreFactory("edge", settings)
+    base = [
+        event("g1", "User's flight leaves at 9am"),
+        event("g2", "Alice loves Bob", namespace="people"),
+        event("g3", "The meeting is on Monday", namespace="schedule"),
+        event("g4", "User lives in Paris", namespace="bio"),
+    ]
+    follow_up = [
+        event("g5", "User's flight leaves at 9pm"),
+        event("g6", "Bob loves Alice", namespace="people"),
+        event("g7", "The meeting is not on Monday", namespace="schedule"),
+        event("g8", "The user lives in Paris", namespace="bio"),
+    ]
+    try:
+        async with running_consumer(settings, real_embedder, await stores.open()):
+            await produce(settings, base)
+            await read_outputs(settings, at_least=len(base))
+            await produce(settings, follow_up)
+            outputs = await read_outputs(
+                settings, at_least=len(base) + len(follow_up), settle_s=0.5
+            )
+    finally:
+        await stores.close()
+    decisions = decisions_by_event(outputs, settings)
+    for event_id, guard in (("g5", "numbers"), ("g6", "word_order"), ("g7", "negation")):
+        body = only(decisions, event_id)
+        assert (body["decision"], body["reason"]) == ("accepted", "new"), event_id
+        assert body["guard"]["name"] == guard, body["guard"]
+        assert body["guard"]["similarity"] >= settings.dedup.merge_threshold
+    paraphrase = only(decisions, "g8")
+    assert paraphrase["decision"] in {"skipped", "merged"}
+    assert paraphrase["guard"] is None

@@ -45,8 +45,10 @@ def make_engine(store: EdgeMemoryStore, embedder: FakeEmbedder) -> EngineFactory
         policy: ThresholdPolicy | None = None,
         recent: RecentCache | None = None,
         search_limit: int = 5,
+        guards: bool = True,
     ) -> DedupEngine:
         return DedupEngine(
+            guards=guards,
             store=store,
             embedder=embedder,
             policy=policy if policy is not None else ThresholdPolicy(default=DEFAULT_BANDS),

@@ -384,3 +384,47 @@ async def test_partitions_are_separate_shards(engine: DedupEngine, store: EdgeMe
     await decide_and_store(store, engine, cand("e1", BASE), partition=0)
     assert await store.count_memories(0) == 1
     assert await store.count_memories(1) == 0
+
+
+async def test_guard_veto_falls_through_to_the_next_match(
+    engine: DedupEngine, embedder: FakeEmbedder, store: EdgeMemoryStore
+) -> None:
+    # Stored: a 9am flight (closest) and a paraphrase of the new fact (further).
+    embedder.set("Flight leaves at 9am", base_vector())
+    embedder.set("The flight departs at 9pm", unit_vector(0.90, axis=3))
+    embedder.set("Flight leaves at 9pm", unit_vector(0.97, axis=4))
+    await decide_and_store(store, engine, cand("f1", "Flight leaves at 9am"))
+    await decide_and_store(store, engine, cand("f2", "The flight departs at 9pm", 1))
+    [outcome] = await decide_and_store(store, engine, cand("f3", "Flight leaves at 9pm", 2))
+    # 9am is vetoed (numbers); the 9pm paraphrase (cosine ~0.87) is in the merge band.
+    assert outcome.decision is Decision.MERGED
+    assert outcome.memory.content == "The flight departs at 9pm"
+    assert outcome.guard is not None
+    assert outcome.guard.veto.guard.value == "numbers"
+
+
+async def test_guard_veto_alone_accepts_with_the_guard_recorded(
+    engine: DedupEngine, embedder: FakeEmbedder, store: EdgeMemoryStore
+) -> None:
+    embedder.set("Alice loves Bob", base_vector())
+    embedder.set("Bob loves Alice", unit_vector(0.98, axis=5))
+    [first] = await decide_and_store(store, engine, cand("r1", "Alice loves Bob"))
+    [outcome] = await decide_and_store(store, engine, cand("r2", "Bob loves Alice", 1))
+    assert outcome.decision is Decision.ACCEPTED
+    assert outcome.reason is DecisionReason.NEW
+    assert outcome.guard is not None
+    assert outcome.guard.veto.guard.value == "word_order"
+    assert outcome.guard.memory_id == first.memory.memory_id
+    assert outcome.guard.similarity > 0.97
+
+
+async def test_guards_can_be_switched_off(
+    make_engine: EngineFactory, embedder: FakeEmbedder, store: EdgeMemoryStore
+) -> None:
+    engine = make_engine(guards=False)
+    embedder.set("Alice loves Bob", base_vector())
+    embedder.set("Bob loves Alice", unit_vector(0.98, axis=5))
+    await decide_and_store(store, engine, cand("r1", "Alice loves Bob"))
+    [outcome] = await decide_and_store(store, engine, cand("r2", "Bob loves Alice", 1))
+    assert outcome.decision is Decision.SKIPPED
+    assert outcome.guard is None
