@@ -31,6 +31,7 @@ from consumer.errors import PublishFailed, TransientError
 from consumer.pipeline import BatchProcessor, BatchSummary
 from consumer.records import InputRecord
 from consumer.settings import QdrantSettings, RetrySettings, Settings
+from consumer.store.chaos import OutageSwitchStore
 from consumer.store.edge import EdgeMemoryStore
 from consumer.store.server import QdrantServerStore
 from consumer.topics import ensure_topics
@@ -65,7 +66,8 @@ def build_store(qdrant: QdrantSettings, *, input_topic: str) -> MemoryStore:
 
 def uses_changelog(settings: Settings, store: MemoryStore) -> bool:
     """Only an embedded store needs its state carried between machines."""
-    return isinstance(store, EdgeMemoryStore) and bool(settings.topics.changelog)
+    inner = store.inner if isinstance(store, OutageSwitchStore) else store
+    return isinstance(inner, EdgeMemoryStore) and bool(settings.topics.changelog)
 
 
 class BrokerPublisher:
@@ -350,6 +352,10 @@ def create_app(
             )
         if runtime.store is None:
             runtime.store = build_store(settings.qdrant, input_topic=settings.topics.input)
+            if settings.chaos.store_outage_file is not None:
+                runtime.store = OutageSwitchStore(
+                    runtime.store, outage_file=settings.chaos.store_outage_file
+                )
         await runtime.store.start(runtime.embedder.dimension)
         engine = DedupEngine(
             store=runtime.store,

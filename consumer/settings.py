@@ -173,6 +173,85 @@ class LogSettings(BaseModel):
     format: Literal["auto", "json", "console"] = "auto"
 
 
+class ChaosSettings(BaseModel):
+    """Fault injection for drills and tests; off unless set."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # While this file exists, every vector-store call fails as an outage.
+    store_outage_file: Path | None = None
+
+
+class HttpSettings(BaseModel):
+    """The operations HTTP server: /metrics, /healthz, /readyz (consumer.health)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    host: str = "0.0.0.0"  # noqa: S104  (a container's port must be reachable from outside)
+    # 0 picks a free port (tests).
+    port: Annotated[int, Field(ge=0, le=65535)] = 9464
+    # Each readiness check that takes longer than this counts as failing.
+    readiness_timeout_s: Annotated[float, Field(gt=0)] = 2.0
+
+
+class SecuritySettings(BaseModel):
+    """Kafka connection security: SASL (PLAIN, SCRAM-SHA-256/512) and TLS.
+
+    `protocol` left empty is derived: SASL_SSL with a mechanism and TLS, SASL_PLAINTEXT
+    with a mechanism only, SSL with TLS only (`tls` or any ssl_* file), else PLAINTEXT.
+    Secrets are SecretStr (never logged); a password may come from a file instead
+    (a mounted Kubernetes Secret). Mapped to client arguments by consumer.kafka_security.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] | None = None
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    sasl_password_file: Path | None = None
+    # TLS with the system's CA bundle and no client certificate.
+    tls: bool = False
+    ssl_cafile: Path | None = None
+    ssl_certfile: Path | None = None
+    ssl_keyfile: Path | None = None
+    ssl_key_password: SecretStr | None = None
+    ssl_check_hostname: bool = True
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        if self.sasl_mechanism is not None:
+            if not self.sasl_username:
+                raise ValueError("sasl_mechanism needs sasl_username")
+            if self.sasl_password is None and self.sasl_password_file is None:
+                raise ValueError("sasl_mechanism needs sasl_password or sasl_password_file")
+            if self.protocol in ("PLAINTEXT", "SSL"):
+                raise ValueError(f"protocol {self.protocol} does not use sasl_mechanism")
+        elif self.protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+            raise ValueError(f"protocol {self.protocol} needs sasl_mechanism")
+        if self.sasl_password is not None and self.sasl_password_file is not None:
+            raise ValueError("set sasl_password or sasl_password_file, not both")
+        if self.ssl_keyfile is not None and self.ssl_certfile is None:
+            raise ValueError("ssl_keyfile needs ssl_certfile")
+        if self.protocol in ("PLAINTEXT", "SASL_PLAINTEXT") and self.uses_tls_files:
+            raise ValueError(f"protocol {self.protocol} does not use the ssl_* files")
+        return self
+
+    @property
+    def uses_tls_files(self) -> bool:
+        return any(f is not None for f in (self.ssl_cafile, self.ssl_certfile, self.ssl_keyfile))
+
+    @property
+    def security_protocol(self) -> Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]:
+        if self.protocol is not None:
+            return self.protocol
+        tls = self.tls or self.uses_tls_files
+        if self.sasl_mechanism is not None:
+            return "SASL_SSL" if tls else "SASL_PLAINTEXT"
+        return "SSL" if tls else "PLAINTEXT"
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="MEMDEDUP_", env_nested_delimiter="__", extra="forbid", frozen=True
@@ -186,6 +265,9 @@ class Settings(BaseSettings):
     retry: RetrySettings = RetrySettings()
     limits: LimitSettings = LimitSettings()
     log: LogSettings = LogSettings()
+    http: HttpSettings = HttpSettings()
+    security: SecuritySettings = SecuritySettings()
+    chaos: ChaosSettings = ChaosSettings()
     # How long a stop waits for the in-flight batch to finish and commit.
     shutdown_timeout_s: Annotated[float, Field(gt=0)] = 30.0
     config_file: Path | None = None

@@ -1,0 +1,249 @@
+"""Fault injection with real processes: consumers are `memdedup run` processes
+against the local broker; they are killed, restarted, added, removed and cut off
+from their store while 5,000+ events in 3 tenants x 4 namespaces flow.
+
+Run alone with `pytest -m faults -s` to see the evidence each test prints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from consumer.changelog import Changelog
+from consumer.store.edge import EdgeMemoryStore
+from consumer.topics import ensure_topics
+from tests.faults.harness import (
+    Dataset,
+    Evidence,
+    accepted_memory_ids,
+    build_dataset,
+    check_invariants,
+    consumers,
+    count_memories,
+    fault_settings,
+    settings_env,
+    stop_all,
+    wait_for_all,
+)
+from tests.integration.harness import produce, read_outputs
+
+pytestmark = [pytest.mark.faults, pytest.mark.slow, pytest.mark.timeout(900)]
+
+
+@pytest.fixture(scope="module")
+def dataset(real_embedder: Any) -> Dataset:
+    built = asyncio.run(build_dataset(real_embedder))
+    assert len(built.events) >= 5000
+    print(f"\ndataset: {len(built.events)} events, {built.unique_texts} unique texts")
+    return built
+
+
+def chunks(items: list[Any], count: int) -> list[list[Any]]:
+    size = -(-len(items) // count)
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+async def test_sigkill_random_consumers_repeatedly(
+    local_broker: Any, dataset: Dataset, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    settings = fault_settings(local_broker.bootstrap_servers, data)
+    await ensure_topics(settings)
+    fleet = consumers(3, settings, tmp_path)
+    rng = random.Random(11)
+    kills = 0
+    try:
+        for process in fleet:
+            process.start()
+        for chunk in chunks(dataset.events, 6):
+            await produce(settings, chunk)
+            await asyncio.sleep(rng.uniform(2.0, 5.0))
+            victim = rng.choice(fleet)
+            victim.kill(signal.SIGKILL)
+            victim.wait()
+            kills += 1
+            victim.start()
+        evidence = await wait_for_all(settings, dataset, timeout_s=420)
+    finally:
+        stop_all(fleet)
+    memories = await count_memories(settings, data)
+    evidence.report(f"sigkill x{kills}", memories)
+    assert kills >= 5
+    check_invariants(evidence, dataset)
+    assert memories == len(accepted_memory_ids(evidence))
+
+
+async def test_full_replay_reemits_identical_decisions_and_stores_nothing(
+    local_broker: Any, dataset: Dataset, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    settings = fault_settings(local_broker.bootstrap_servers, data)
+    await ensure_topics(settings)
+    fleet = consumers(2, settings, tmp_path)
+    try:
+        for process in fleet:
+            process.start()
+        await produce(settings, dataset.events)
+        first = await wait_for_all(settings, dataset, timeout_s=420)
+    finally:
+        stop_all(fleet)
+    memories = await count_memories(settings, data)
+    first.report("first pass", memories)
+    check_invariants(first, dataset)
+
+    replay = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "consumer.cli",
+            "replay",
+            "--group",
+            settings.kafka.group_id,
+            "--to-earliest",
+        ],
+        env={**os.environ, **settings_env(settings)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert replay.returncode == 0, replay.stderr
+    try:
+        for process in fleet:
+            process.start()
+
+        expected = 2 * len(dataset.events)
+        outputs = await read_outputs(settings, at_least=expected, timeout_s=420, settle_s=2.0)
+        second = Evidence.of(len(dataset.events), outputs, settings)
+    finally:
+        stop_all(fleet)
+    after = await count_memories(settings, data)
+    second.report("after full replay", after)
+    assert after == memories, "the replay created memories"
+    for event_id, copies in second.decisions.items():
+        assert len(copies) >= 2, f"{event_id} was not re-emitted"
+        assert len(set(copies)) == 1, f"{event_id} re-emitted a different decision"
+
+
+async def test_vector_store_outage_pauses_without_loss(
+    local_broker: Any, dataset: Dataset, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    outage = tmp_path / "store-outage"
+    settings = fault_settings(local_broker.bootstrap_servers, data)
+    await ensure_topics(settings)
+    fleet = consumers(2, settings, tmp_path, {"MEMDEDUP_CHAOS__STORE_OUTAGE_FILE": str(outage)})
+    halves = chunks(dataset.events, 2)
+    try:
+        for process in fleet:
+            process.start()
+        await produce(settings, halves[0])
+        await asyncio.sleep(4)
+        outage.touch()  # the store goes away for 10 s, mid-stream
+        await produce(settings, halves[1])
+        await asyncio.sleep(10)
+        outage.unlink()
+        evidence = await wait_for_all(settings, dataset, timeout_s=420)
+        assert all(process.alive for process in fleet), "a consumer died during the outage"
+    finally:
+        stop_all(fleet)
+    memories = await count_memories(settings, data)
+    evidence.report("store outage 10s", memories)
+    check_invariants(evidence, dataset)
+    assert memories == len(accepted_memory_ids(evidence))
+
+
+async def test_rebalance_with_separate_data_directories(
+    local_broker: Any, dataset: Dataset, tmp_path: Path
+) -> None:
+    """As on separate machines: each consumer has its own directory, so partitions
+    that move are restored from the changelog before anything is decided."""
+    settings = fault_settings(local_broker.bootstrap_servers, tmp_path / "unused")
+    await ensure_topics(settings)
+    fleet = [
+        consumers(1, settings, tmp_path, {"MEMDEDUP_QDRANT__PATH": str(tmp_path / f"machine-{i}")})[
+            0
+        ]
+        for i in range(3)
+    ]
+    for i, process in enumerate(fleet):
+        process.name = f"machine-{i}"
+    parts = chunks(dataset.events, 4)
+    try:
+        fleet[0].start()
+        fleet[1].start()
+        await produce(settings, parts[0])
+        await asyncio.sleep(5)
+        fleet[2].start()  # a consumer joins mid-stream
+        await produce(settings, parts[1])
+        await asyncio.sleep(5)
+        fleet[0].kill(signal.SIGTERM)  # one leaves
+        fleet[0].wait()
+        await produce(settings, parts[2])
+        await asyncio.sleep(5)
+        fleet[0].start()  # and comes back
+        await produce(settings, parts[3])
+        evidence = await wait_for_all(settings, dataset, timeout_s=420)
+    finally:
+        stop_all(fleet)
+
+    # The changelog holds the whole state: restore it into a fresh directory.
+    fresh = EdgeMemoryStore(
+        root=tmp_path / "fresh", collection=settings.qdrant.collection, topic=settings.topics.input
+    )
+    await fresh.start(384)
+    changelog = Changelog(
+        topic=settings.topics.changelog,
+        bootstrap_servers=settings.kafka.bootstrap_servers,
+        publisher=_NoPublisher(),
+    )
+    try:
+        for partition in range(settings.topics.partitions):
+            await changelog.restore(partition, fresh)
+        memories = await fresh.count_memories()
+    finally:
+        await changelog.close()
+        await fresh.close()
+    evidence.report("rebalance, separate dirs", memories)
+    check_invariants(evidence, dataset)
+    assert memories == len(accepted_memory_ids(evidence))
+
+
+async def test_sigterm_with_work_in_flight_emits_no_duplicates(
+    local_broker: Any, dataset: Dataset, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    settings = fault_settings(local_broker.bootstrap_servers, data)
+    await ensure_topics(settings)
+    [consumer] = consumers(1, settings, tmp_path)
+    try:
+        await produce(settings, dataset.events)
+        consumer.start()
+        stops = 0
+        for _ in range(3):
+            await asyncio.sleep(8)
+            consumer.kill(signal.SIGTERM)
+            assert consumer.wait(60) == 0, "SIGTERM did not exit cleanly"
+            stops += 1
+            consumer.start()
+        evidence = await wait_for_all(settings, dataset, timeout_s=420)
+    finally:
+        stop_all([consumer])
+    memories = await count_memories(settings, data)
+    evidence.report(f"sigterm x{stops}", memories)
+    check_invariants(evidence, dataset)
+    assert evidence.duplicates_emitted == 0
+
+
+class _NoPublisher:
+    async def publish_all(self, records: Any) -> list[int]:
+        raise AssertionError("a restore never publishes")
