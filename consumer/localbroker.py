@@ -59,9 +59,20 @@ def _wait_for_port(
 class LocalBroker:
     """Start with `start()` or as a context manager; stops by PID."""
 
-    def __init__(self, *, host: str = "127.0.0.1", port: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        storage_engine: str = "memory://tansu/",
+        env: dict[str, str] | None = None,
+    ) -> None:
+        """`storage_engine` may be `s3://bucket/` (with AWS_* settings in `env`) for
+        a broker whose data survives a restart."""
         self.host = host
         self.port = port or free_port(host)
+        self.storage_engine = storage_engine
+        self._env = env or {}
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -83,11 +94,11 @@ class LocalBroker:
                 "--advertised-listener-url",
                 url,
                 "--storage-engine",
-                "memory://tansu/",
+                self.storage_engine,
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "error")},
+            env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "error"), **self._env},
             start_new_session=True,
         )
         try:

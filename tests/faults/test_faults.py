@@ -8,17 +8,21 @@ Run alone with `pytest -m faults -s` to see the evidence each test prints.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from consumer.changelog import Changelog
+from consumer.localbroker import LocalBroker, free_port
 from consumer.store.edge import EdgeMemoryStore
 from consumer.topics import ensure_topics
 from tests.faults.harness import (
@@ -247,3 +251,79 @@ async def test_sigterm_with_work_in_flight_emits_no_duplicates(
 class _NoPublisher:
     async def publish_all(self, records: Any) -> list[int]:
         raise AssertionError("a restore never publishes")
+
+
+@contextlib.contextmanager
+def s3_endpoint(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """A loopback S3 (moto) for a broker whose data outlives the broker process."""
+    port = free_port()
+    moto = subprocess.Popen(
+        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=(tmp_path / "moto.log").open("wb"),
+        stderr=subprocess.STDOUT,
+    )
+    env = {
+        "AWS_ACCESS_KEY_ID": "memdedup",
+        "AWS_SECRET_ACCESS_KEY": "memdedup",
+        "AWS_DEFAULT_REGION": "eu-west-2",
+        "AWS_ENDPOINT": f"http://127.0.0.1:{port}",
+        "AWS_ALLOW_HTTP": "true",
+    }
+    try:
+        import boto3
+
+        client = boto3.client(
+            "s3",
+            endpoint_url=env["AWS_ENDPOINT"],
+            aws_access_key_id="memdedup",
+            aws_secret_access_key="memdedup",
+            region_name="eu-west-2",
+        )
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                client.create_bucket(
+                    Bucket="tansu",
+                    CreateBucketConfiguration={"LocationConstraint": "eu-west-2"},
+                )
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        yield env
+    finally:
+        moto.terminate()
+        moto.wait(10)
+
+
+async def test_broker_restart_mid_stream_loses_no_decision(
+    dataset: Dataset, tmp_path: Path
+) -> None:
+    with s3_endpoint(tmp_path) as s3_env:
+        broker = LocalBroker(storage_engine="s3://tansu/", env=s3_env).start()
+        try:
+            data = tmp_path / "data"
+            settings = fault_settings(broker.bootstrap_servers, data)
+            await ensure_topics(settings)
+            fleet = consumers(2, settings, tmp_path)
+            halves = chunks(dataset.events, 2)
+            try:
+                for process in fleet:
+                    process.start()
+                await produce(settings, halves[0])
+                await asyncio.sleep(6)
+                broker.stop()  # mid-stream: consumers lose the broker
+                await asyncio.sleep(5)
+                broker.start()  # same port, same data
+                await produce(settings, halves[1])
+                evidence = await wait_for_all(settings, dataset, timeout_s=600)
+                assert all(process.alive for process in fleet)
+            finally:
+                stop_all(fleet)
+        finally:
+            broker.stop()
+    memories = await count_memories(settings, data)
+    evidence.report("broker restart", memories)
+    check_invariants(evidence, dataset)
+    assert memories == len(accepted_memory_ids(evidence))
