@@ -8,6 +8,9 @@ COPY pyproject.toml README.md ./
 COPY consumer ./consumer
 COPY schemas ./schemas
 RUN /opt/memdedup/bin/pip install --no-cache-dir .
+# Export the ONNX model once at build time: containers start without torch work
+# and can run with a read-only root filesystem.
+RUN /opt/memdedup/bin/python -c "from pathlib import Path; from consumer.onnx_export import ensure_onnx_model; ensure_onnx_model(Path('/opt/memdedup/models'))"
 
 FROM python:3.11-slim
 COPY --from=build /opt/memdedup /opt/memdedup
@@ -18,6 +21,12 @@ ENV PATH=/opt/memdedup/bin:$PATH \
     HF_HUB_OFFLINE=1 \
     TRANSFORMERS_OFFLINE=1 \
     MEMDEDUP_LOG__FORMAT=json \
-    MEMDEDUP_QDRANT__PATH=/var/lib/memdedup/data
+    MEMDEDUP_QDRANT__PATH=/var/lib/memdedup/data \
+    MEMDEDUP_EMBEDDING__ONNX_CACHE_DIR=/opt/memdedup/models \
+    MEMDEDUP_HTTP__PORT=9464
+# /metrics, /healthz, /readyz
+EXPOSE 9464
+HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
+  CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:9464/healthz', timeout=3)"]
 ENTRYPOINT ["memdedup"]
 CMD ["run"]

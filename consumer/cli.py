@@ -111,6 +111,29 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    from datetime import datetime
+
+    from consumer.rebuild import RebuildRefused, rebuild
+
+    settings = _settings(args)
+    since = None
+    if args.from_datetime is not None:
+        since = datetime.fromisoformat(args.from_datetime)
+        if since.tzinfo is None:
+            print("memdedup rebuild: --from-datetime needs a UTC offset", file=sys.stderr)
+            return 2
+    try:
+        report = asyncio.run(
+            rebuild(settings, target_collection=args.target_collection, from_datetime=since)
+        )
+    except RebuildRefused as exc:
+        print(f"memdedup rebuild: refused: {exc}", file=sys.stderr)
+        return 3
+    print(report.render())
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from consumer.demo import run_demo
     from consumer.logs import configure_logging
@@ -118,6 +141,49 @@ def cmd_demo(args: argparse.Namespace) -> int:
     configure_logging(level="WARNING", fmt="console")
     asyncio.run(run_demo(args.events))
     return 0
+
+
+def cmd_docs(args: argparse.Namespace) -> int:
+    from consumer.apidocs import stale_docs, write_docs
+
+    if args.check:
+        stale = stale_docs(args.out)
+        for path in stale:
+            print(f"stale: {path}", file=sys.stderr)
+        if stale:
+            print("run `memdedup docs` and commit the result", file=sys.stderr)
+            return 1
+        print("generated docs are up to date")
+        return 0
+    for path in write_docs(args.out):
+        print(f"wrote {path}")
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from consumer.quality.commands import run_evaluate
+
+    return run_evaluate(
+        args.pairs,
+        config=args.config,
+        as_json=args.json,
+        show_text=args.show_text,
+        no_guards=args.no_guards,
+        mistakes=args.mistakes,
+    )
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from consumer.quality.commands import run_calibrate
+
+    return run_calibrate(
+        args.pairs,
+        target_precision=args.target_precision,
+        config=args.config,
+        png=args.png,
+        no_guards=args.no_guards,
+        as_json=args.json,
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -160,6 +226,15 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--config", type=Path, default=None)
     replay.set_defaults(func=cmd_replay)
 
+    rebuild = commands.add_parser(
+        "rebuild",
+        help="reprocess the input topic into a new collection and diff against live decisions",
+    )
+    rebuild.add_argument("--target-collection", required=True, help="a new collection name")
+    rebuild.add_argument("--from-datetime", metavar="T", help="RFC 3339 time with offset")
+    rebuild.add_argument("--config", type=Path, default=None)
+    rebuild.set_defaults(func=cmd_rebuild)
+
     demo = commands.add_parser("demo", help="run everything locally on sample events")
     demo.add_argument(
         "--events",
@@ -169,6 +244,48 @@ def build_parser() -> argparse.ArgumentParser:
         help="JSON Lines file of events; repeat for waves (default: the shipped samples)",
     )
     demo.set_defaults(func=cmd_demo)
+
+    docs = commands.add_parser(
+        "docs", help="write the AsyncAPI document and the events' JSON Schemas"
+    )
+    docs.add_argument(
+        "--out",
+        type=Path,
+        default=Path(),
+        help="root to write docs/asyncapi.yaml and schemas/json/ under (default: .)",
+    )
+    docs.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if the files are stale"
+    )
+    docs.set_defaults(func=cmd_docs)
+
+    evaluate = commands.add_parser(
+        "evaluate", help="measure dedup quality on labelled pairs (real model, bands, guards)"
+    )
+    evaluate.add_argument("pairs", type=Path, help="JSON Lines file of labelled pairs")
+    evaluate.add_argument("--config", type=Path, default=None, help="YAML settings file")
+    evaluate.add_argument("--json", action="store_true", help="print one JSON document")
+    evaluate.add_argument(
+        "--show-text", action="store_true", help="show the texts of the worst mistakes"
+    )
+    evaluate.add_argument("--no-guards", action="store_true", help="cosine bands only")
+    evaluate.add_argument(
+        "--mistakes", type=int, default=10, help="worst mistakes shown per kind (default 10)"
+    )
+    evaluate.set_defaults(func=cmd_evaluate)
+
+    calibrate = commands.add_parser(
+        "calibrate", help="per-namespace thresholds for a target precision, from labelled pairs"
+    )
+    calibrate.add_argument("pairs", type=Path, help="JSON Lines file of labelled pairs")
+    calibrate.add_argument(
+        "--target-precision", type=float, required=True, metavar="P", help="e.g. 0.97"
+    )
+    calibrate.add_argument("--config", type=Path, default=None, help="YAML settings file")
+    calibrate.add_argument("--png", type=Path, default=None, help="write the P/R curve here")
+    calibrate.add_argument("--no-guards", action="store_true", help="cosine bands only")
+    calibrate.add_argument("--json", action="store_true", help="print one JSON document")
+    calibrate.set_defaults(func=cmd_calibrate)
     return parser
 
 

@@ -233,13 +233,23 @@ class EdgeMemoryStore:
         namespace: str | None = None,
     ) -> int:
         def count() -> int:
-            partitions = [partition] if partition is not None else sorted(self._shards)
+            partitions = [partition] if partition is not None else self._partitions_on_disk()
             request = CountRequest(
                 exact=True, filter=_scope_filter(tenant_id, namespace, codec.MEMORY_KIND)
             )
             return sum(self._shard(p).count(request) for p in partitions)
 
         return await self._run(count)
+
+    def _partitions_on_disk(self) -> list[int]:
+        prefix = f"{self._topic}-"
+        found = set(self._shards)
+        if self._root.exists():
+            for path in self._root.iterdir():
+                suffix = path.name.removeprefix(prefix)
+                if path.name.startswith(prefix) and suffix.isdigit() and any(path.iterdir()):
+                    found.add(int(suffix))
+        return sorted(found)
 
     async def release_partitions(self, partitions: Iterable[int]) -> None:
         wanted = list(partitions)
