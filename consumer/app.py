@@ -28,6 +28,9 @@ from consumer.engine.dedup import DedupEngine
 from consumer.engine.recent import RecentCache
 from consumer.engine.thresholds import Bands, ThresholdPolicy
 from consumer.errors import PublishFailed, TransientError
+from consumer.health import HealthServer
+from consumer.kafka_security import faststream_security
+from consumer.metrics import ServiceMetrics, TimedEmbedder, component_of, hit_rate
 from consumer.pipeline import BatchProcessor, BatchSummary
 from consumer.records import InputRecord
 from consumer.settings import QdrantSettings, RetrySettings, Settings
@@ -113,7 +116,9 @@ class ConsumerService:
         retry: RetrySettings,
         input_topic: str,
         changelog: Changelog | None = None,
+        metrics: ServiceMetrics | None = None,
     ) -> None:
+        self._metrics = metrics or ServiceMetrics()
         self._processor = processor
         self._store = store
         self._engine = engine
@@ -131,23 +136,28 @@ class ConsumerService:
         re-raise after `max_elapsed_s` so the batch is rewound and fetched again."""
         started = time.monotonic()
         attempt = 0
-        while True:
-            try:
-                return await operation()
-            except TransientError as exc:
-                attempt += 1
-                self.retries += 1
-                delay = backoff_delay(attempt, self._retry)
-                if time.monotonic() - started + delay > self._retry.max_elapsed_s:
-                    raise
-                log.warning(
-                    "transient_failure",
-                    error=str(exc),
-                    attempt=attempt,
-                    retry_in_s=round(delay, 3),
-                    records=records,
-                )
-                await asyncio.sleep(delay)
+        try:
+            while True:
+                try:
+                    return await operation()
+                except TransientError as exc:
+                    attempt += 1
+                    self.retries += 1
+                    self._metrics.retry(component_of(exc))
+                    delay = backoff_delay(attempt, self._retry)
+                    if time.monotonic() - started + delay > self._retry.max_elapsed_s:
+                        raise
+                    log.warning(
+                        "transient_failure",
+                        error=str(exc),
+                        attempt=attempt,
+                        retry_in_s=round(delay, 3),
+                        records=records,
+                    )
+                    self._metrics.set_backoff(True)
+                    await asyncio.sleep(delay)
+        finally:
+            self._metrics.set_backoff(False)
 
     async def _restore(self, partitions: set[int]) -> None:
         changelog = self._changelog
@@ -202,6 +212,7 @@ class ConsumerService:
                 break
             if failure is not None:
                 self.poisoned += 1
+                self._metrics.poisoned()
                 log.error(
                     "poison_record",
                     partition=record.partition,
@@ -236,6 +247,7 @@ class PartitionHandover(ConsumerRebalanceListener):  # type: ignore[misc]
         if service is not None and mine:
             log.info("partitions_revoked", partitions=sorted(mine))
             await service.release(mine)
+            self._runtime.metrics.clear_lag(mine)
 
     async def on_partitions_assigned(self, assigned: Sequence[TopicPartition]) -> None:
         log.info("partitions_assigned", partitions=sorted(tp.partition for tp in assigned))
@@ -246,10 +258,13 @@ class Runtime:
     """What the app builds at start-up and tears down at shutdown."""
 
     input_topic: str
+    metrics: ServiceMetrics
     embedder: Embedder | None = None
     store: MemoryStore | None = None
     service: ConsumerService | None = None
     changelog: Changelog | None = None
+    engine: DedupEngine | None = None
+    health: HealthServer | None = None
     owned: dict[str, bool] = field(default_factory=dict)
 
 
@@ -258,6 +273,7 @@ def create_app(
     *,
     embedder: Embedder | None = None,
     store: MemoryStore | None = None,
+    metrics: ServiceMetrics | None = None,
 ) -> FastStream:
     """Build the consumer. `embedder` and `store` may be injected (tests); what is
     not injected is built from settings at start-up and closed at shutdown."""
@@ -271,8 +287,14 @@ def create_app(
         graceful_timeout=settings.shutdown_timeout_s,
         # The service logs its own structured records (decided, batch_done, ...).
         logger=None,
+        security=faststream_security(settings.security),
     )
-    runtime = Runtime(input_topic=settings.topics.input, embedder=embedder, store=store)
+    runtime = Runtime(
+        input_topic=settings.topics.input,
+        metrics=metrics or ServiceMetrics(),
+        embedder=embedder,
+        store=store,
+    )
     runtime.owned = {"embedder": embedder is None, "store": store is None}
 
     @broker.subscriber(
@@ -326,6 +348,7 @@ def create_app(
             # Lost the partitions mid-batch: the next owner replays the stored decisions.
             log.warning("commit_failed", error=type(exc).__name__)
             return
+        observe_batch(runtime, summary, raw, consumer)
         log.info(
             "batch_done",
             records=summary.records,
@@ -339,6 +362,17 @@ def create_app(
 
     @app.on_startup
     async def start_service() -> None:
+        if settings.http.enabled:
+            runtime.health = HealthServer(
+                runtime.metrics,
+                settings.http.host,
+                settings.http.port,
+                readiness_timeout_s=settings.http.readiness_timeout_s,
+            )
+            add_readiness_checks(runtime, broker)
+            # Before the model loads, so liveness answers from the start.
+            await runtime.health.start()
+            log.info("http_listening", port=runtime.health.port)
         if settings.topics.create:
             try:
                 created = await ensure_topics(settings)
@@ -359,7 +393,7 @@ def create_app(
         await runtime.store.start(runtime.embedder.dimension)
         engine = DedupEngine(
             store=runtime.store,
-            embedder=runtime.embedder,
+            embedder=TimedEmbedder(runtime.embedder, runtime.metrics),
             policy=threshold_policy(settings),
             recent=RecentCache(
                 ttl_s=settings.dedup.recent_ttl_s, max_entries=settings.dedup.recent_max_entries
@@ -383,6 +417,7 @@ def create_app(
             max_event_bytes=settings.limits.max_event_bytes,
             changelog=runtime.changelog,
             dimension=runtime.embedder.dimension,
+            metrics=runtime.metrics,
         )
         runtime.service = ConsumerService(
             processor=processor,
@@ -391,7 +426,9 @@ def create_app(
             retry=settings.retry,
             input_topic=settings.topics.input,
             changelog=runtime.changelog,
+            metrics=runtime.metrics,
         )
+        runtime.engine = engine
         log.info(
             "service_ready",
             store=settings.qdrant.backend,
@@ -408,6 +445,8 @@ def create_app(
             await runtime.store.close()
         if runtime.embedder is not None and runtime.owned["embedder"]:
             await runtime.embedder.close()
+        if runtime.health is not None:
+            await runtime.health.stop()
         log.info("service_stopped")
 
     app.context.set_global(_RUNTIME_KEY, runtime)
@@ -415,6 +454,47 @@ def create_app(
 
 
 _RUNTIME_KEY = "memdedup_runtime"
+
+
+def add_readiness_checks(runtime: Runtime, broker: KafkaBroker) -> None:
+    assert runtime.health is not None
+
+    async def broker_connected() -> bool:
+        return bool(await broker.ping(timeout=1.5))
+
+    async def model_loaded() -> bool:
+        return runtime.service is not None
+
+    async def store_reachable() -> bool:
+        if runtime.store is None or runtime.service is None:
+            return False
+        await runtime.store.ping()
+        return True
+
+    runtime.health.add_readiness_check("broker", broker_connected)
+    runtime.health.add_readiness_check("model", model_loaded)
+    runtime.health.add_readiness_check("store", store_reachable)
+
+
+def observe_batch(
+    runtime: Runtime, summary: BatchSummary, raw: Sequence[Any], consumer: Any
+) -> None:
+    metrics = runtime.metrics
+    metrics.observe_batch(summary.records)
+    metrics.observe_dead_letters(summary.dead_letters)
+    metrics.rerouted(summary.rerouted)
+    if runtime.engine is not None:
+        recent = runtime.engine.recent
+        metrics.set_cache(len(recent), hit_rate(recent.hits, recent.misses))
+    last: dict[tuple[str, int], int] = {}
+    for record in raw:
+        last[(record.topic, record.partition)] = max(
+            record.offset, last.get((record.topic, record.partition), -1)
+        )
+    for (topic, partition), offset in last.items():
+        highwater = consumer.highwater(TopicPartition(topic, partition))
+        if highwater is not None:
+            metrics.set_lag(partition, max(0, highwater - offset - 1))
 
 
 def runtime_of(app: FastStream) -> Runtime:

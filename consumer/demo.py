@@ -147,6 +147,8 @@ async def run_demo(
                 "heartbeat_interval_ms": 500,
             },
             qdrant={"path": data},
+            # A free port: the demo must not clash with a consumer already running.
+            http={"port": 0},
             log={"level": "WARNING"},
         )
         print(f"local broker on {broker.bootstrap_servers}; embedded store in {data}")

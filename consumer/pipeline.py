@@ -12,6 +12,7 @@ A crash anywhere before 5 redelivers the batch, and step 2 turns it into replays
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from consumer.changelog import Changelog
 from consumer.engine.dedup import DedupEngine
 from consumer.engine.models import Candidate, DecisionRecord, Outcome
 from consumer.engine.normalize import decision_id_for
+from consumer.metrics import ServiceMetrics
 from consumer.partitioning import canonical_partition
 from consumer.records import InputRecord, OutgoingRecord
 from consumer.settings import TopicSettings
@@ -121,6 +123,7 @@ class BatchProcessor:
         max_event_bytes: int,
         changelog: Changelog | None = None,
         dimension: int = 0,
+        metrics: ServiceMetrics | None = None,
     ) -> None:
         self._engine = engine
         self._store = store
@@ -130,6 +133,7 @@ class BatchProcessor:
         self._max_event_bytes = max_event_bytes
         self._changelog = changelog
         self._dimension = dimension
+        self._metrics = metrics or ServiceMetrics()
 
     def _decision_topic(self, decision: Decision) -> str:
         return {
@@ -300,15 +304,25 @@ class BatchProcessor:
             points = [memory_point(m) for m in memories]
             points.extend(decision_point(d, self._dimension) for d in decision_records)
             changelog_offset = await self._changelog.append(partition, points)
+        started = time.perf_counter()
         await self._store.write(
             partition, memories, decision_records, changelog_offset=changelog_offset
         )
+        self._metrics.observe_store(time.perf_counter() - started)
         self._engine.commit(plan)
 
         for outcome in plan.outcomes:
             candidate = outcome.candidate
             decision, payload = payloads[candidate.event.event_id]
             summary.decisions[decision.value] += 1
+            self._metrics.observe_decision(
+                candidate.event.namespace,
+                decision.value,
+                outcome.reason.value,
+                outcome.similarity,
+                [(c.name.value, c.hit, c.duration_ms) for c in outcome.checks],
+                outcome.guard.veto.guard.value if outcome.guard else None,
+            )
             emitted.append(
                 (
                     partition,

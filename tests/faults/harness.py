@@ -239,6 +239,7 @@ def consumers(
         **settings_env(settings),
         "MEMDEDUP_LOG__LEVEL": "WARNING",
         "MEMDEDUP_LOG__FORMAT": "json",
+        "MEMDEDUP_HTTP__PORT": "0",
         "MEMDEDUP_EMBEDDING__ONNX_CACHE_DIR": str(log_dir.parent / "onnx-cache"),
         **(extra_env or {}),
     }

@@ -45,6 +45,7 @@ def make_settings(bootstrap: str, data_dir: Path, **overrides: Any) -> Settings:
         },
         "qdrant": {"path": str(data_dir)},
         "retry": {"initial_backoff_s": 0.05, "max_backoff_s": 0.5, "max_elapsed_s": 2.0},
+        "http": {"port": 0},
     }
     for section, fields in overrides.items():
         values.setdefault(section, {}).update(fields)

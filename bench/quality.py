@@ -1,0 +1,357 @@
+"""Dedup quality on labelled pairs: cosine alone vs the consumer's full decision.
+
+Usage::
+
+    python bench/quality.py [--limit N] [--datasets-dir DIR] [--no-public]
+                            [--pairs FILE] [--json FILE]
+
+Data sets: the shipped memory pairs (``consumer/data/memory_pairs.jsonl``) and the
+public sets in ``../shared/datasets`` (PAWS-Wiki dev/test, STS-B dev/test with
+duplicate = gold score >= 4.0, MRPC train/test), read in place, never copied.
+``--limit`` pairs are sampled (seed 0) from each public split (0: all).
+
+For each set it embeds both sides with the configured embedder
+(``consumer.embedding.load_embedder``: onnx-fp32 all-MiniLM-L6-v2 by default),
+exactly as the engine embeds (``normalize_content`` first), and compares:
+
+* **cosine**: predicted duplicate when ``cosine >= t``;
+* **pipeline**: the consumer's decision (``consumer.quality.rule.decide_pair``):
+  exact check, bands, then the guards' veto. At a threshold ``t`` other than the
+  defaults, ``t`` is the merge threshold (predicted duplicate = skipped or merged).
+
+It prints, per set, precision / recall / F1 at the shipped defaults
+(merge_threshold 0.84: anything at or above it is merged or skipped) and at each
+method's best-F1 threshold (grid 0.50..1.00, step 0.01), the pipeline / cosine
+ratios, and the PAWS target: pipeline precision at least 0.15 higher than cosine
+alone at the same recall. "Cosine precision at recall R" is the best precision
+cosine reaches at any threshold with recall >= R (interpolated precision, the
+most favourable reading for cosine). Targets are printed, never asserted.
+
+Runtime on 2 cores with the default ``--limit 1500``: about 1 minute (~16k
+sentences through onnx-fp32); ``--limit 0`` embeds ~28k sentences.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from consumer.engine.guards import check_pair  # noqa: E402
+from consumer.engine.thresholds import Bands  # noqa: E402
+from consumer.quality.calibrate import GRID, pair_facts  # noqa: E402
+from consumer.quality.evaluate import embed_similarities, policy_from_settings  # noqa: E402
+from consumer.quality.metrics import Confusion  # noqa: E402
+from consumer.quality.pairs import LabelledPair, load_pairs, parse_pair  # noqa: E402
+from consumer.quality.rule import decide_pair  # noqa: E402
+from consumer.settings import load_settings  # noqa: E402
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+DEFAULT_DATASETS_DIR = REPO_ROOT.parent / "shared" / "datasets"
+MEMORY_PAIRS = REPO_ROOT / "consumer" / "data" / "memory_pairs.jsonl"
+PAWS_GAIN_TARGET = 0.15
+PUBLIC_SPLITS: tuple[tuple[str, str, str], ...] = (
+    ("paws-dev", "paws_wiki", "dev"),
+    ("paws-test", "paws_wiki", "test"),
+    ("stsb-dev", "stsb", "dev"),
+    ("stsb-test", "stsb", "test"),
+    ("mrpc-train", "mrpc", "train"),
+    ("mrpc-test", "mrpc", "test"),
+)
+
+
+@dataclass(frozen=True)
+class Point:
+    threshold: float
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    fmr: float | None
+
+
+def point(threshold: float, predicted: BoolArray, labels: BoolArray) -> Point:
+    c = Confusion(
+        tp=int(np.sum(predicted & labels)),
+        fp=int(np.sum(predicted & ~labels)),
+        fn=int(np.sum(~predicted & labels)),
+        tn=int(np.sum(~predicted & ~labels)),
+    )
+    return Point(threshold, c.precision, c.recall, c.f1, c.false_merge_rate)
+
+
+def best_f1(points: Sequence[Point]) -> Point:
+    return max(points, key=lambda p: (p.f1 if p.f1 is not None else -1.0, -p.threshold))
+
+
+def interpolated_precision(scores: FloatArray, labels: BoolArray, recall: float) -> float | None:
+    """Best cosine precision over every threshold whose recall is >= `recall`."""
+    order = np.argsort(-scores, kind="stable")
+    sorted_labels = labels[order]
+    tp = np.cumsum(sorted_labels)
+    predicted = np.arange(1, len(scores) + 1)
+    # Only cut between distinct scores (a threshold keeps or drops all ties).
+    sorted_scores = scores[order]
+    cut = np.r_[sorted_scores[1:] != sorted_scores[:-1], True]
+    positives = int(labels.sum())
+    if not positives:
+        return None
+    recalls = tp[cut] / positives
+    precisions = tp[cut] / predicted[cut]
+    ok = recalls >= recall - 1e-12
+    return float(precisions[ok].max()) if ok.any() else None
+
+
+def load_public(path: Path, limit: int, seed: int) -> list[LabelledPair]:
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    if 0 < limit < len(rows):
+        rows = random.Random(seed).sample(rows, limit)
+    return [parse_pair(row, i) for i, row in enumerate(rows, start=1)]
+
+
+def fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    if a is None or b is None or b == 0:
+        return "-"
+    return f"{a / b:.2f}"
+
+
+def evaluate_set(
+    name: str, pairs: Sequence[LabelledPair], scores: FloatArray, bands: Bands
+) -> dict[str, Any]:
+    labels = np.array([p.duplicate for p in pairs], dtype=np.bool_)
+    started = time.perf_counter()
+    facts = pair_facts(pairs, scores.tolist(), guards=True)
+    guard_s = time.perf_counter() - started
+    by_guard: dict[str, list[int]] = {}
+    for pair, fact in zip(pairs, facts, strict=True):
+        if fact.vetoed:
+            veto = check_pair(pair.existing.strip(), pair.new)
+            assert veto is not None
+            counts = by_guard.setdefault(veto.guard.value, [0, 0])
+            counts[0 if pair.duplicate else 1] += 1
+    exact = np.array([f.exact for f in facts], dtype=np.bool_)
+    vetoed = np.array([f.vetoed for f in facts], dtype=np.bool_)
+    cosine_curve = [point(t, scores >= t, labels) for t in GRID]
+    pipeline_curve = [point(t, exact | ((scores >= t) & ~vetoed), labels) for t in GRID]
+    decided = np.array(
+        [
+            decide_pair(p.existing, p.new, float(s), bands, guards=True).duplicate
+            for p, s in zip(pairs, scores, strict=True)
+        ],
+        dtype=np.bool_,
+    )
+    cosine_default = point(bands.merge_threshold, scores >= bands.merge_threshold, labels)
+    pipeline_default = point(bands.merge_threshold, decided, labels)
+    # Pipeline precision minus cosine's best precision at the same (or higher) recall.
+    gains = []
+    for p in pipeline_curve:
+        if p.recall is None or p.precision is None or p.recall < 0.05:
+            continue
+        cos_p = interpolated_precision(scores, labels, p.recall)
+        if cos_p is not None:
+            gains.append((p.threshold, p.recall, p.precision, cos_p, p.precision - cos_p))
+    at_default = None
+    if pipeline_default.recall is not None and pipeline_default.precision is not None:
+        cos_p = interpolated_precision(scores, labels, pipeline_default.recall)
+        if cos_p is not None:
+            at_default = (pipeline_default.recall, pipeline_default.precision, cos_p)
+    return {
+        "name": name,
+        "pairs": len(pairs),
+        "duplicates": int(labels.sum()),
+        "vetoed": int(vetoed.sum()),
+        "vetoed_duplicates": int((vetoed & labels).sum()),
+        "vetoed_distinct": int((vetoed & ~labels).sum()),
+        "vetoes_by_guard": {g: {"duplicate": c[0], "distinct": c[1]} for g, c in by_guard.items()},
+        "guard_us_per_pair": round(guard_s / max(len(pairs), 1) * 1e6, 1),
+        "cosine_default": cosine_default.__dict__,
+        "pipeline_default": pipeline_default.__dict__,
+        "cosine_best": best_f1(cosine_curve).__dict__,
+        "pipeline_best": best_f1(pipeline_curve).__dict__,
+        "gain_at_default": at_default,
+        "gain_curve": gains,
+    }
+
+
+def print_set(result: dict[str, Any]) -> None:
+    cd, pd = result["cosine_default"], result["pipeline_default"]
+    cb, pb = result["cosine_best"], result["pipeline_best"]
+    print(
+        f"\n### {result['name']}: {result['pairs']} pairs ({result['duplicates']} duplicate); "
+        f"guards veto {result['vetoed']} ({result['vetoed_duplicates']} duplicate, "
+        f"{result['vetoed_distinct']} distinct), {result['guard_us_per_pair']} us/pair\n"
+    )
+    if result["vetoes_by_guard"]:
+        parts = [
+            f"{g} {c['duplicate']} dup / {c['distinct']} distinct"
+            for g, c in sorted(result["vetoes_by_guard"].items())
+        ]
+        print("vetoes by guard: " + "; ".join(parts) + "\n")
+    print("| | t | precision | recall | F1 | false-merge rate |")
+    print("|---|---|---|---|---|---|")
+    for label, m in (
+        ("cosine @ defaults", cd),
+        ("pipeline @ defaults", pd),
+        ("cosine @ best F1", cb),
+        ("pipeline @ best F1", pb),
+    ):
+        print(
+            f"| {label} | {m['threshold']:.2f} | {fmt(m['precision'])} | {fmt(m['recall'])} "
+            f"| {fmt(m['f1'])} | {fmt(m['fmr'])} |"
+        )
+    print(
+        f"\npipeline / cosine: at defaults precision x{ratio(pd['precision'], cd['precision'])}, "
+        f"recall x{ratio(pd['recall'], cd['recall'])}, F1 x{ratio(pd['f1'], cd['f1'])}; "
+        f"best F1 x{ratio(pb['f1'], cb['f1'])}"
+    )
+    if result["gain_at_default"] is not None:
+        r, p, c = result["gain_at_default"]
+        print(
+            f"at the pipeline's default recall {r:.3f}: pipeline precision {p:.3f}, "
+            f"cosine {c:.3f} -> gain {p - c:+.3f}"
+        )
+
+
+def summary_rows(results: Sequence[dict[str, Any]]) -> None:
+    print("\n### Summary (F1; pipeline / cosine ratio)\n")
+    print(
+        "| set | cosine P/R/F1 @0.84 | pipeline P/R/F1 @defaults | ratio F1 "
+        "| cosine best F1 (t) | pipeline best F1 (t) | ratio |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for r in results:
+        cd, pd = r["cosine_default"], r["pipeline_default"]
+        cb, pb = r["cosine_best"], r["pipeline_best"]
+        print(
+            f"| {r['name']} | {fmt(cd['precision'])}/{fmt(cd['recall'])}/{fmt(cd['f1'])} "
+            f"| {fmt(pd['precision'])}/{fmt(pd['recall'])}/{fmt(pd['f1'])} "
+            f"| {ratio(pd['f1'], cd['f1'])} | {fmt(cb['f1'])} ({cb['threshold']:.2f}) "
+            f"| {fmt(pb['f1'])} ({pb['threshold']:.2f}) | {ratio(pb['f1'], cb['f1'])} |"
+        )
+
+
+def paws_target(results: Sequence[dict[str, Any]]) -> None:
+    print(
+        f"\n### PAWS target: pipeline precision >= cosine precision + {PAWS_GAIN_TARGET} "
+        "at the same recall\n"
+    )
+    print("| set | operating point | recall | pipeline P | cosine P at that recall | gain | met |")
+    print("|---|---|---|---|---|---|---|")
+    for r in results:
+        if not r["name"].startswith("paws"):
+            continue
+        rows: list[tuple[str, float, float, float]] = []
+        if r["gain_at_default"] is not None:
+            rec, p, c = r["gain_at_default"]
+            rows.append(("defaults (merge 0.84)", rec, p, c))
+        pb = r["pipeline_best"]
+        for t, rec, p, c, _ in r["gain_curve"]:
+            if abs(t - pb["threshold"]) < 1e-9:
+                rows.append((f"best F1 (t {t:.2f})", rec, p, c))
+        if r["gain_curve"]:
+            t, rec, p, c, _ = max(r["gain_curve"], key=lambda g: g[4])
+            rows.append((f"largest gain (t {t:.2f})", rec, p, c))
+        for label, rec, p, c in rows:
+            met = "yes" if p - c >= PAWS_GAIN_TARGET else "no"
+            print(
+                f"| {r['name']} | {label} | {rec:.3f} | {p:.3f} | {c:.3f} | {p - c:+.3f} | {met} |"
+            )
+
+
+async def embed_all(
+    sets: dict[str, list[LabelledPair]], settings: Any
+) -> tuple[dict[str, FloatArray], dict[str, float]]:
+    from consumer.embedding import load_embedder
+
+    started = time.perf_counter()
+    embedder = await load_embedder(settings.embedding, data_dir=settings.qdrant.path)
+    loaded = time.perf_counter()
+    everything = [p for pairs in sets.values() for p in pairs]
+    try:
+        sims = await embed_similarities(embedder, everything)
+    finally:
+        await embedder.close()
+    done = time.perf_counter()
+    out: dict[str, FloatArray] = {}
+    start = 0
+    for name, pairs in sets.items():
+        out[name] = np.asarray(sims[start : start + len(pairs)], dtype=np.float64)
+        start += len(pairs)
+    return out, {"model_load_s": loaded - started, "embedding_s": done - loaded}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--limit", type=int, default=1500, help="pairs per public split (0: all)")
+    parser.add_argument("--datasets-dir", type=Path, default=DEFAULT_DATASETS_DIR)
+    parser.add_argument("--no-public", action="store_true", help="only the memory pairs")
+    parser.add_argument(
+        "--pairs", type=Path, default=MEMORY_PAIRS, help="memory pairs (default: shipped)"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", type=Path, default=None, help="write all figures here")
+    args = parser.parse_args(argv)
+
+    from consumer.logs import configure_logging
+
+    configure_logging(level="WARNING", fmt="console")
+    started = time.perf_counter()
+    settings = load_settings()
+    bands = policy_from_settings(settings.dedup).default
+    sets: dict[str, list[LabelledPair]] = {"memory": load_pairs(args.pairs)}
+    if not args.no_public:
+        for name, folder, split in PUBLIC_SPLITS:
+            path = args.datasets_dir / folder / f"{split}.jsonl"
+            if not path.exists():
+                print(f"skipping {path}: not found", file=sys.stderr)
+                continue
+            sets[name] = load_public(path, args.limit, args.seed)
+    scores, timing = asyncio.run(embed_all(sets, settings))
+    texts = len({t for pairs in sets.values() for p in pairs for t in (p.existing, p.new)})
+    print(
+        f"# dedup quality: {settings.embedding.model_id} ({settings.embedding.backend}), "
+        f"defaults skip >= {bands.duplicate_threshold:g}, merge >= {bands.merge_threshold:g}; "
+        f"--limit {args.limit}, seed {args.seed}; {texts} distinct texts embedded in "
+        f"{timing['embedding_s']:.1f} s (model load {timing['model_load_s']:.1f} s)"
+    )
+    print(
+        "\nPositive = labelled duplicate; predicted = skipped or merged (pipeline) or "
+        "cosine >= t (cosine). false-merge rate = distinct pairs predicted duplicate / "
+        "distinct pairs."
+    )
+    results = [evaluate_set(name, pairs, scores[name], bands) for name, pairs in sets.items()]
+    for result in results:
+        print_set(result)
+    summary_rows(results)
+    paws_target(results)
+    total = time.perf_counter() - started
+    print(f"\ntotal runtime {total:.1f} s")
+    if args.json is not None:
+        args.json.write_text(
+            json.dumps({"timing": timing, "total_s": total, "sets": results}, indent=2),
+            encoding="utf-8",
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,65 @@
+"""The consumer's decision for one (existing, new) pair, as a pure function.
+
+`decide_pair` reproduces what `DedupEngine` decides when `existing` is the only
+stored memory of the scope and `new` arrives:
+
+1. exact: equal normalised texts (same content hash) are skipped;
+2. semantic: the cosine `similarity` of the two normalised texts' embeddings is
+   classified by the namespace's bands (`Bands.classify`, inclusive bounds);
+   a pair that reaches a band is then checked by the guards
+   (`check_pair(existing, new)`, as `DedupEngine._first_allowed` calls it) and a
+   veto means "treated as below threshold": the memory is accepted.
+
+The recent-cache check is left out: it only repeats what exact and semantic
+decided earlier. "Duplicate predicted" means skipped or merged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from consumer.engine.guards import GuardVeto, check_pair
+from consumer.engine.normalize import content_hash, normalize_content
+from consumer.engine.thresholds import Bands
+from schemas import Decision, DecisionReason
+
+__all__ = ["PairDecision", "decide_pair", "is_exact"]
+
+
+@dataclass(frozen=True, slots=True)
+class PairDecision:
+    decision: Decision
+    reason: DecisionReason  # EXACT, SEMANTIC or NEW
+    similarity: float
+    threshold: float | None  # the band's threshold when the semantic check decided
+    veto: GuardVeto | None = None  # a guard's veto that turned a match into "accepted"
+
+    @property
+    def duplicate(self) -> bool:
+        """Skipped or merged: the new memory is not stored on its own."""
+        return self.decision is not Decision.ACCEPTED
+
+
+def is_exact(existing: str, new: str) -> bool:
+    """True when the exact check would catch the pair (same normalised content hash)."""
+    return content_hash(normalize_content(existing)) == content_hash(normalize_content(new))
+
+
+def decide_pair(
+    existing: str, new: str, similarity: float, bands: Bands, *, guards: bool = True
+) -> PairDecision:
+    """What the consumer decides for `new` when `existing` is its only match.
+
+    `similarity`: cosine of the embeddings of `normalize_content` of both texts.
+    `guards`: `dedup.guards_enabled`.
+    """
+    if is_exact(existing, new):
+        return PairDecision(Decision.SKIPPED, DecisionReason.EXACT, similarity, None)
+    decision, threshold = bands.classify(similarity)
+    if decision is Decision.ACCEPTED:
+        return PairDecision(Decision.ACCEPTED, DecisionReason.NEW, similarity, None)
+    # The stored memory's content is the event content stripped (DedupEngine._accept).
+    veto = check_pair(existing.strip(), new) if guards else None
+    if veto is not None:
+        return PairDecision(Decision.ACCEPTED, DecisionReason.NEW, similarity, None, veto)
+    return PairDecision(decision, DecisionReason.SEMANTIC, similarity, threshold)
