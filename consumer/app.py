@@ -418,6 +418,8 @@ def create_app(
             changelog=runtime.changelog,
             dimension=runtime.embedder.dimension,
             metrics=runtime.metrics,
+            # A shared server can see two consumers' work overlap; a shard cannot.
+            reconcile=runtime.changelog is None,
         )
         runtime.service = ConsumerService(
             processor=processor,

@@ -21,7 +21,7 @@ import structlog
 
 from consumer.changelog import Changelog
 from consumer.engine.dedup import DedupEngine
-from consumer.engine.models import Candidate, DecisionRecord, Outcome
+from consumer.engine.models import BatchPlan, Candidate, DecisionRecord, Outcome
 from consumer.engine.normalize import decision_id_for
 from consumer.metrics import ServiceMetrics
 from consumer.partitioning import canonical_partition
@@ -100,6 +100,7 @@ def build_decision_event(outcome: Outcome, model_id: str) -> MemoryDecisionEvent
             partition=candidate.record.partition,
             offset=candidate.record.offset,
         ),
+        superseded_memory_id=outcome.superseded_memory_id,
         guard=None
         if outcome.guard is None
         else GuardReport(
@@ -124,7 +125,11 @@ class BatchProcessor:
         changelog: Changelog | None = None,
         dimension: int = 0,
         metrics: ServiceMetrics | None = None,
+        reconcile: bool = False,
     ) -> None:
+        """`reconcile`: re-check scopes after inserting, for a store shared by
+        consumers whose work may overlap (a Qdrant server)."""
+        self._reconcile = reconcile
         self._engine = engine
         self._store = store
         self._publisher = publisher
@@ -278,24 +283,7 @@ class BatchProcessor:
             fresh.append(candidate)
 
         plan = await self._engine.decide(partition, fresh)
-        decision_records: list[DecisionRecord] = []
-        payloads: dict[str, tuple[Decision, bytes]] = {}
-        for outcome in plan.outcomes:
-            candidate = outcome.candidate
-            payload = build_decision_event(outcome, self._model_id).model_dump_json().encode()
-            payloads[candidate.event.event_id] = (outcome.decision, payload)
-            decision_records.append(
-                DecisionRecord(
-                    event_id=candidate.event.event_id,
-                    decision_id=decision_id_for(candidate.event.event_id),
-                    tenant_id=candidate.event.tenant_id,
-                    namespace=candidate.event.namespace,
-                    content_hash=candidate.content_hash,
-                    memory_id=outcome.memory.memory_id,
-                    decision=outcome.decision,
-                    event_json=payload.decode(),
-                )
-            )
+        decision_records, payloads = self._decision_records(plan.outcomes)
         memories = list(plan.writes.values())
         changelog_offset = None
         if self._changelog is not None:
@@ -309,6 +297,8 @@ class BatchProcessor:
             partition, memories, decision_records, changelog_offset=changelog_offset
         )
         self._metrics.observe_store(time.perf_counter() - started)
+        if self._reconcile:
+            payloads.update(await self._resolve_races(partition, plan))
         self._engine.commit(plan)
 
         for outcome in plan.outcomes:
@@ -354,6 +344,59 @@ class BatchProcessor:
                 )
             )
         return emitted, conflicts
+
+    def _decision_records(
+        self, outcomes: Sequence[Outcome]
+    ) -> tuple[list[DecisionRecord], dict[str, tuple[Decision, bytes]]]:
+        records: list[DecisionRecord] = []
+        payloads: dict[str, tuple[Decision, bytes]] = {}
+        for outcome in outcomes:
+            candidate = outcome.candidate
+            payload = build_decision_event(outcome, self._model_id).model_dump_json().encode()
+            payloads[candidate.event.event_id] = (outcome.decision, payload)
+            records.append(
+                DecisionRecord(
+                    event_id=candidate.event.event_id,
+                    decision_id=decision_id_for(candidate.event.event_id),
+                    tenant_id=candidate.event.tenant_id,
+                    namespace=candidate.event.namespace,
+                    content_hash=candidate.content_hash,
+                    memory_id=outcome.memory.memory_id,
+                    decision=outcome.decision,
+                    event_json=payload.decode(),
+                )
+            )
+        return records, payloads
+
+    async def _resolve_races(
+        self, partition: int, plan: BatchPlan
+    ) -> dict[str, tuple[Decision, bytes]]:
+        """Re-check the scope after inserting: an accepted memory that lost a race
+        to an equal memory stored concurrently becomes a merge or skip into it,
+        before anything is published."""
+        losers = await self._engine.concurrent_winners(partition, plan)
+        if not losers:
+            return {}
+        replaced: list[Outcome] = []
+        for outcome, winner in losers:
+            corrected = self._engine.yield_to(outcome, winner)
+            plan.outcomes[plan.outcomes.index(outcome)] = corrected
+            plan.writes.pop(outcome.memory.memory_id, None)
+            replaced.append(corrected)
+            log.warning(
+                "concurrent_duplicate_resolved",
+                event_id=outcome.candidate.event.event_id,
+                removed_memory_id=outcome.memory.memory_id,
+                winner_memory_id=winner.memory.memory_id,
+                decision=corrected.decision.value,
+            )
+        records, payloads = self._decision_records(replaced)
+        merged = [o.memory for o in replaced if o.decision is Decision.MERGED]
+        await self._store.write(partition, merged, records)
+        await self._store.delete_memories(
+            partition, [o.superseded_memory_id for o in replaced if o.superseded_memory_id]
+        )
+        return payloads
 
 
 def _text_headers(record: InputRecord) -> dict[str, str]:

@@ -71,6 +71,8 @@ class MemoryStore(Protocol):
 
     async def changelog_position(self, partition: int) -> int | None: ...
 
+    async def delete_memories(self, partition: int, memory_ids: Sequence[str]) -> None: ...
+
     async def count_memories(
         self,
         partition: int | None = None,

@@ -193,6 +193,9 @@ class MemoryDecisionEvent(BaseModel):
     decided_at: datetime
     record: RecordPosition
     guard: GuardReport | None = None
+    # The memory this event first created, removed because an equal memory stored
+    # concurrently by another consumer was earlier; this decision points at it.
+    superseded_memory_id: str | None = None
 
 
 class DeadLetterCode(StrEnum):

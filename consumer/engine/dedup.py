@@ -109,6 +109,57 @@ class DedupEngine:
             plan.outcomes.append(await self._decide_one(partition, candidate, cached, state))
         return plan
 
+    async def concurrent_winners(
+        self, partition: int, plan: BatchPlan
+    ) -> list[tuple[Outcome, ScoredMemory]]:
+        """After a plan is stored: accepted memories that an equal memory, stored
+        concurrently by another consumer, beats. The earlier memory wins (creation
+        time, then id), so both consumers reach the same verdict. Only a store
+        shared by consumers that may overlap (a rebalance, a mis-keyed producer)
+        needs this; an embedded shard has one owner at a time."""
+        accepted = [o for o in plan.outcomes if o.decision is Decision.ACCEPTED and o.memory.vector]
+        if not accepted:
+            return []
+        queries = [
+            SimilarityQuery(o.memory.scope, list(o.memory.vector or []), self._search_limit)
+            for o in accepted
+        ]
+        found = await self._store.search(partition, queries)
+        losers: list[tuple[Outcome, ScoredMemory]] = []
+        for outcome, neighbours in zip(accepted, found, strict=True):
+            mine = outcome.memory
+            bands = self._policy.bands_for(mine.namespace)
+            for match in neighbours:
+                other = match.memory
+                if other.memory_id == mine.memory_id or other.memory_id in plan.writes:
+                    continue
+                if bands.classify(match.score)[0] is Decision.ACCEPTED:
+                    break
+                if (other.created_at, other.memory_id) >= (mine.created_at, mine.memory_id):
+                    continue
+                if self._guards and check_pair(other.content, outcome.candidate.event.content):
+                    continue
+                losers.append((outcome, match))
+                break
+        return losers
+
+    def yield_to(self, outcome: Outcome, winner: ScoredMemory) -> Outcome:
+        """The decision an accepted event gets when it lost a race to `winner`."""
+        bands = self._policy.bands_for(outcome.candidate.event.namespace)
+        decision, threshold = bands.classify(winner.score)
+        memory = winner.memory
+        if decision is Decision.MERGED:
+            memory = self._merged(winner.memory, outcome.candidate, self._clock())
+        return replace(
+            outcome,
+            decision=decision,
+            reason=DecisionReason.SEMANTIC,
+            memory=memory,
+            similarity=winner.score,
+            threshold=threshold,
+            superseded_memory_id=outcome.memory.memory_id,
+        )
+
     def commit(self, plan: BatchPlan) -> None:
         """Record a durable plan in the recent cache. Only after the store write:
         a retried batch must not see its own failed attempt."""
@@ -283,17 +334,8 @@ class DedupEngine:
         checks: list[CheckRun],
         veto: GuardHit | None = None,
     ) -> Outcome:
-        target = best.memory
         now = self._clock()
-        event = candidate.event
-        merged = replace(
-            target,
-            importance=max(target.importance, event.importance),
-            topics=_union(target.topics, event.topics),
-            entities=_union(target.entities, event.entities),
-            merged_event_ids=_union(target.merged_event_ids, [event.event_id]),
-            updated_at=now,
-        )
+        merged = self._merged(best.memory, candidate, now)
         state.plan.writes[merged.memory_id] = merged
         state.staged_recent[candidate.scoped_hash] = merged.memory_id
         return Outcome(
@@ -306,6 +348,20 @@ class DedupEngine:
             checks=tuple(checks),
             decided_at=now,
             guard=veto,
+        )
+
+    @staticmethod
+    def _merged(target: MemoryRecord, candidate: Candidate, now: datetime) -> MemoryRecord:
+        """Keep the existing text; union topics and entities; keep the higher
+        importance; remember which events were folded in."""
+        event = candidate.event
+        return replace(
+            target,
+            importance=max(target.importance, event.importance),
+            topics=_union(target.topics, event.topics),
+            entities=_union(target.entities, event.entities),
+            merged_event_ids=_union(target.merged_event_ids, [event.event_id]),
+            updated_at=now,
         )
 
     def _accept(

@@ -127,6 +127,9 @@ class Outcome:
     decided_at: datetime
     # The first veto met on the way to this decision, if any.
     guard: GuardHit | None = None
+    # Set when this event's own memory was removed because an equal memory had
+    # been stored concurrently by another consumer (and won).
+    superseded_memory_id: str | None = None
 
 
 @dataclass(slots=True)

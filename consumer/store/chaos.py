@@ -66,6 +66,10 @@ class OutageSwitchStore:
         self._check()
         await self.inner.apply_points(partition, points, changelog_offset=changelog_offset)
 
+    async def delete_memories(self, partition: int, memory_ids: Sequence[str]) -> None:
+        self._check()
+        await self.inner.delete_memories(partition, memory_ids)
+
     async def changelog_position(self, partition: int) -> int | None:
         self._check()
         return await self.inner.changelog_position(partition)

@@ -213,6 +213,18 @@ class EdgeMemoryStore:
 
         await self._run(apply)
 
+    async def delete_memories(self, partition: int, memory_ids: Sequence[str]) -> None:
+        if not memory_ids:
+            return
+        ids: list[Any] = list(memory_ids)
+
+        def apply() -> None:
+            shard = self._shard(partition)
+            shard.update(UpdateOperation.delete_points(ids))
+            shard.flush()
+
+        await self._run(apply)
+
     async def changelog_position(self, partition: int) -> int | None:
         """Last changelog offset this shard holds; None for a new or empty shard."""
 

@@ -215,6 +215,14 @@ class QdrantServerStore:
         ]
         await self._call(lambda: self._client.upsert(self._collection, structs, wait=True))
 
+    async def delete_memories(self, partition: int, memory_ids: Sequence[str]) -> None:
+        if not memory_ids:
+            return
+        selector = models.PointIdsList(points=list(memory_ids))
+        await self._call(
+            lambda: self._client.delete(self._collection, points_selector=selector, wait=True)
+        )
+
     async def changelog_position(self, partition: int) -> int | None:
         return None
 
