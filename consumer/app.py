@@ -27,9 +27,9 @@ from consumer.embedding import load_embedder
 from consumer.engine.dedup import DedupEngine
 from consumer.engine.recent import RecentCache
 from consumer.engine.thresholds import Bands, ThresholdPolicy
-from consumer.errors import PublishFailed, TransientError
+from consumer.errors import PublishFailed, StoreUnavailable, TransientError
 from consumer.health import HealthServer
-from consumer.kafka_security import faststream_security
+from consumer.kafka_security import aiokafka_kwargs, faststream_security
 from consumer.metrics import ServiceMetrics, TimedEmbedder, component_of, hit_rate
 from consumer.pipeline import BatchProcessor, BatchSummary
 from consumer.records import InputRecord
@@ -38,6 +38,7 @@ from consumer.store.chaos import OutageSwitchStore
 from consumer.store.edge import EdgeMemoryStore
 from consumer.store.server import QdrantServerStore
 from consumer.topics import ensure_topics
+from consumer.tracing import tracing_middlewares
 from consumer.typing import Embedder, MemoryStore, OutgoingRecord
 
 log = structlog.get_logger(__name__)
@@ -117,7 +118,11 @@ class ConsumerService:
         input_topic: str,
         changelog: Changelog | None = None,
         metrics: ServiceMetrics | None = None,
+        fail_open: bool = False,
     ) -> None:
+        """`fail_open`: when the store is down, accept (degraded) at once instead
+        of waiting for it."""
+        self._fail_open = fail_open
         self._metrics = metrics or ServiceMetrics()
         self._processor = processor
         self._store = store
@@ -171,6 +176,19 @@ class ConsumerService:
         self, records: Sequence[InputRecord], *, partition_count: int | None = None
     ) -> BatchSummary:
         async with self._in_flight:
+            if self._fail_open:
+                try:
+                    await self._restore({r.partition for r in records})
+                    summary = await self._processor.process(
+                        records, partition_count=partition_count
+                    )
+                except StoreUnavailable as exc:
+                    log.warning("store_unavailable_failing_open", error=str(exc))
+                    summary = await self._with_retries(
+                        partial(self._processor.process_fail_open, records), len(records)
+                    )
+                self.batches += 1
+                return summary
             await self._restore({r.partition for r in records})
             try:
                 summary = await self._with_retries(
@@ -288,6 +306,7 @@ def create_app(
         # The service logs its own structured records (decided, batch_done, ...).
         logger=None,
         security=faststream_security(settings.security),
+        middlewares=tracing_middlewares(settings),
     )
     runtime = Runtime(
         input_topic=settings.topics.input,
@@ -400,6 +419,7 @@ def create_app(
             ),
             search_limit=settings.dedup.search_limit,
             guards=settings.dedup.guards_enabled,
+            decide_without_model=settings.dedup.on_model_unavailable == "exact_recent_only",
         )
         publisher = BrokerPublisher(broker)
         if uses_changelog(settings, runtime.store):
@@ -407,6 +427,7 @@ def create_app(
                 topic=settings.topics.changelog,
                 bootstrap_servers=kafka.bootstrap_servers,
                 publisher=publisher,
+                client_kwargs=aiokafka_kwargs(settings.security),
             )
         processor = BatchProcessor(
             engine=engine,
@@ -429,6 +450,7 @@ def create_app(
             input_topic=settings.topics.input,
             changelog=runtime.changelog,
             metrics=runtime.metrics,
+            fail_open=settings.dedup.on_store_unavailable == "accept",
         )
         runtime.engine = engine
         log.info(

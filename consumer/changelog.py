@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -40,11 +41,14 @@ class Changelog:
         bootstrap_servers: str,
         publisher: RecordPublisher,
         client_id: str = "memdedup-restore",
+        client_kwargs: dict[str, Any] | None = None,
     ) -> None:
         self.topic = topic
         self._bootstrap_servers = bootstrap_servers
         self._publisher = publisher
         self._client_id = client_id
+        # Connection security of the reader (consumer.kafka_security.aiokafka_kwargs).
+        self._client_kwargs = dict(client_kwargs or {})
         self._reader: AIOKafkaConsumer | None = None
 
     async def append(self, partition: int, points: Sequence[RawPoint]) -> int | None:
@@ -66,6 +70,7 @@ class Changelog:
                 enable_auto_commit=False,
                 auto_offset_reset="earliest",
                 max_partition_fetch_bytes=8 * 1024 * 1024,
+                **self._client_kwargs,
             )
             try:
                 await reader.start()

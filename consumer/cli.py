@@ -52,6 +52,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_produce(args: argparse.Namespace) -> int:
+    from consumer.kafka_security import aiokafka_kwargs
     from consumer.producer import produce_lines, read_lines
 
     settings = _settings(args)
@@ -60,7 +61,12 @@ def cmd_produce(args: argparse.Namespace) -> int:
     lines = read_lines(args.file)
     topic = args.topic or settings.topics.input
     sent = asyncio.run(
-        produce_lines(lines, bootstrap_servers=settings.kafka.bootstrap_servers, topic=topic)
+        produce_lines(
+            lines,
+            bootstrap_servers=settings.kafka.bootstrap_servers,
+            topic=topic,
+            client_kwargs=aiokafka_kwargs(settings.security),
+        )
     )
     print(f"published {sent} events to {topic} on {settings.kafka.bootstrap_servers}")
     return 0
@@ -96,7 +102,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
             target = ResetTarget(earliest=True)
         topic = args.topic or settings.topics.input
         committed = asyncio.run(
-            reset_offsets(settings.kafka, group=args.group, topic=topic, target=target)
+            reset_offsets(
+                settings.kafka,
+                group=args.group,
+                topic=topic,
+                target=target,
+                security=settings.security,
+            )
         )
     except ValueError as exc:
         print(f"memdedup replay: {exc}", file=sys.stderr)

@@ -17,6 +17,7 @@ from pathlib import Path
 from aiokafka import AIOKafkaConsumer
 
 from consumer.app import create_app
+from consumer.kafka_security import aiokafka_kwargs
 from consumer.localbroker import LocalBroker
 from consumer.producer import produce_lines, read_lines
 from consumer.settings import Settings, load_settings
@@ -89,6 +90,7 @@ async def collect_outputs(
         bootstrap_servers=settings.kafka.bootstrap_servers,
         auto_offset_reset="earliest",
         enable_auto_commit=False,
+        **aiokafka_kwargs(settings.security),
     )
     await consumer.start()
     rows: list[OutputRow] = []
@@ -160,7 +162,10 @@ async def run_demo(
             sent = 0
             for number, wave in enumerate(waves, start=1):
                 sent += await produce_lines(
-                    wave, bootstrap_servers=broker.bootstrap_servers, topic=settings.topics.input
+                    wave,
+                    bootstrap_servers=broker.bootstrap_servers,
+                    topic=settings.topics.input,
+                    client_kwargs=aiokafka_kwargs(settings.security),
                 )
                 print(f"wave {number}: published {len(wave)} events to {settings.topics.input}")
                 rows = await collect_outputs(settings, expected=sent, timeout_s=timeout_s)

@@ -31,6 +31,7 @@ from consumer.store.codec import decision_point, memory_point
 from consumer.typing import MemoryStore, RecordPublisher
 from consumer.validation import Rejection, parse_record
 from schemas import (
+    CheckName,
     CheckReport,
     DeadLetterCode,
     DeadLetterHeaders,
@@ -101,6 +102,8 @@ def build_decision_event(outcome: Outcome, model_id: str) -> MemoryDecisionEvent
             offset=candidate.record.offset,
         ),
         superseded_memory_id=outcome.superseded_memory_id,
+        degraded=bool(outcome.skipped_checks),
+        skipped_checks=list(outcome.skipped_checks),
         guard=None
         if outcome.guard is None
         else GuardReport(
@@ -197,6 +200,43 @@ class BatchProcessor:
         rejection = Rejection(record, DeadLetterCode.PROCESSING_ERROR, detail[:500])
         await self._publisher.publish_all([self._dead_letter(rejection)])
 
+    async def process_fail_open(self, records: Sequence[InputRecord]) -> BatchSummary:
+        """Store down and configured to fail open: accept every valid event as a
+        degraded decision that nothing was checked against or stored, so latency
+        holds; bad input still goes to the DLQ. Such decisions are not replayed
+        identically (nothing records them) and their memories are not stored."""
+        summary = BatchSummary(records=len(records))
+        outgoing: list[tuple[int, int, OutgoingRecord]] = []
+        skipped = (CheckName.EXACT, CheckName.SEMANTIC)
+        for record in records:
+            parsed = parse_record(record, max_event_bytes=self._max_event_bytes)
+            if isinstance(parsed, Rejection):
+                summary.dead_letters[parsed.code.value] += 1
+                outgoing.append((record.partition, record.offset, self._dead_letter(parsed)))
+                continue
+            outcome = self._engine.fail_open(parsed, skipped)
+            payload = build_decision_event(outcome, self._model_id).model_dump_json().encode()
+            summary.decisions[outcome.decision.value] += 1
+            self._metrics.degraded()
+            outgoing.append(
+                (
+                    record.partition,
+                    record.offset,
+                    self._decision_record(parsed, outcome.decision, payload),
+                )
+            )
+            log.warning(
+                "decided_degraded",
+                event_id=parsed.event.event_id,
+                tenant_id=parsed.event.tenant_id,
+                namespace=parsed.event.namespace,
+                content_hash=parsed.content_hash,
+                decision=outcome.decision.value,
+                skipped_checks=[c.value for c in outcome.skipped_checks],
+            )
+        await self._publisher.publish_all([r for _, _, r in sorted(outgoing, key=lambda i: i[:2])])
+        return summary
+
     async def process(
         self, records: Sequence[InputRecord], *, partition_count: int | None = None
     ) -> BatchSummary:
@@ -289,7 +329,7 @@ class BatchProcessor:
         if self._changelog is not None:
             # Changelog first: it is the source a restore trusts, so it must never
             # lack what a shard holds.
-            points = [memory_point(m) for m in memories]
+            points = [memory_point(m, self._dimension) for m in memories]
             points.extend(decision_point(d, self._dimension) for d in decision_records)
             changelog_offset = await self._changelog.append(partition, points)
         started = time.perf_counter()
@@ -305,6 +345,8 @@ class BatchProcessor:
             candidate = outcome.candidate
             decision, payload = payloads[candidate.event.event_id]
             summary.decisions[decision.value] += 1
+            if outcome.skipped_checks:
+                self._metrics.degraded()
             self._metrics.observe_decision(
                 candidate.event.namespace,
                 decision.value,

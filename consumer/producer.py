@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from aiokafka import AIOKafkaProducer
 
@@ -30,8 +31,18 @@ def read_lines(path: Path) -> list[bytes]:
     return [line for line in path.read_bytes().splitlines() if line.strip()]
 
 
-async def produce_lines(lines: Iterable[bytes], *, bootstrap_servers: str, topic: str) -> int:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap_servers, acks="all")
+async def produce_lines(
+    lines: Iterable[bytes],
+    *,
+    bootstrap_servers: str,
+    topic: str,
+    client_kwargs: dict[str, Any] | None = None,
+) -> int:
+    """Publish each line, keyed by its scope; returns how many were acknowledged.
+    `client_kwargs`: connection security (consumer.kafka_security.aiokafka_kwargs)."""
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap_servers, acks="all", **(client_kwargs or {})
+    )
     await producer.start()
     try:
         pending = [await producer.send(topic, value=line, key=key_for(line)) for line in lines]

@@ -24,6 +24,7 @@ from consumer.app import build_store, threshold_policy
 from consumer.embedding import load_embedder
 from consumer.engine.dedup import DedupEngine
 from consumer.engine.recent import RecentCache
+from consumer.kafka_security import aiokafka_kwargs
 from consumer.offsets import exact_end_offsets
 from consumer.pipeline import BatchProcessor
 from consumer.records import InputRecord
@@ -104,7 +105,9 @@ def _progress(done: int, total: int, started: float, out: TextIO) -> None:
 async def read_live_decisions(settings: Settings) -> dict[str, str]:
     topics = settings.topics
     reader = AIOKafkaConsumer(
-        bootstrap_servers=settings.kafka.bootstrap_servers, enable_auto_commit=False
+        bootstrap_servers=settings.kafka.bootstrap_servers,
+        enable_auto_commit=False,
+        **aiokafka_kwargs(settings.security),
     )
     await reader.start()
     live: dict[str, str] = {}
@@ -157,7 +160,9 @@ async def rebuild(
     report = RebuildReport()
     started = time.monotonic()
     reader = AIOKafkaConsumer(
-        bootstrap_servers=settings.kafka.bootstrap_servers, enable_auto_commit=False
+        bootstrap_servers=settings.kafka.bootstrap_servers,
+        enable_auto_commit=False,
+        **aiokafka_kwargs(settings.security),
     )
     await reader.start()
     try:

@@ -16,8 +16,9 @@ from datetime import datetime
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import KafkaError
 
+from consumer.kafka_security import aiokafka_kwargs
 from consumer.offsets import exact_end_offsets
-from consumer.settings import KafkaSettings
+from consumer.settings import KafkaSettings, SecuritySettings
 
 
 class ReplayRefused(Exception):
@@ -64,9 +65,12 @@ async def reset_offsets(
     topic: str,
     target: ResetTarget,
     join_timeout_s: float = 30.0,
+    security: SecuritySettings | None = None,
 ) -> dict[int, int]:
     """Commit the target offsets for every partition of `topic` in `group`;
-    returns what was committed, by partition."""
+    returns what was committed, by partition. `security`: the connection security
+    of the clients (plaintext when None)."""
+    client_kwargs = aiokafka_kwargs(security or SecuritySettings())
     joined = asyncio.Event()
     consumer = AIOKafkaConsumer(
         bootstrap_servers=kafka.bootstrap_servers,
@@ -75,6 +79,7 @@ async def reset_offsets(
         enable_auto_commit=False,
         session_timeout_ms=kafka.session_timeout_ms,
         heartbeat_interval_ms=kafka.heartbeat_interval_ms,
+        **client_kwargs,
     )
     consumer.subscribe([topic], listener=_JoinListener(joined))
     try:
@@ -110,7 +115,7 @@ async def reset_offsets(
                 "stop its consumers (memdedup run) first, then replay"
             )
         reader = AIOKafkaConsumer(
-            bootstrap_servers=kafka.bootstrap_servers, enable_auto_commit=False
+            bootstrap_servers=kafka.bootstrap_servers, enable_auto_commit=False, **client_kwargs
         )
         await reader.start()
         try:

@@ -56,6 +56,12 @@ class DedupSettings(BandSettings):
     # Deterministic vetoes of semantic matches that differ in numbers, polarity or
     # word order (consumer.engine.guards).
     guards_enabled: bool = True
+    # Degraded modes for latency-sensitive deployments (opt-in; the default waits
+    # and retries, never deciding with less than all checks):
+    # model down -> decide with exact + recent only, accept the rest as degraded;
+    on_model_unavailable: Literal["wait", "exact_recent_only"] = "wait"
+    # store down -> fail open: accept (degraded, not stored) instead of waiting.
+    on_store_unavailable: Literal["wait", "accept"] = "wait"
 
 
 class KafkaSettings(BaseModel):
@@ -195,6 +201,21 @@ class HttpSettings(BaseModel):
     readiness_timeout_s: Annotated[float, Field(gt=0)] = 2.0
 
 
+class TracingSettings(BaseModel):
+    """OpenTelemetry tracing through FastStream's middleware (consumer.tracing); off
+    unless enabled. Needs the `tracing` extra: pip install 'memdedup[tracing]'."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    # otlp: OTLP over HTTP to `endpoint`; console: spans printed to stdout.
+    exporter: Literal["console", "otlp"] = "otlp"
+    # Empty: the exporter's default (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
+    # http://localhost:4318/v1/traces).
+    endpoint: str | None = None
+    service_name: str = "memdedup"
+
+
 class SecuritySettings(BaseModel):
     """Kafka connection security: SASL (PLAIN, SCRAM-SHA-256/512) and TLS.
 
@@ -267,6 +288,7 @@ class Settings(BaseSettings):
     log: LogSettings = LogSettings()
     http: HttpSettings = HttpSettings()
     security: SecuritySettings = SecuritySettings()
+    tracing: TracingSettings = TracingSettings()
     chaos: ChaosSettings = ChaosSettings()
     # How long a stop waits for the in-flight batch to finish and commit.
     shutdown_timeout_s: Annotated[float, Field(gt=0)] = 30.0

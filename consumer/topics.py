@@ -7,6 +7,7 @@ import contextlib
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
+from consumer.kafka_security import aiokafka_kwargs
 from consumer.settings import Settings
 
 COMPACTED = {"cleanup.policy": "compact"}
@@ -20,7 +21,10 @@ def topic_names(settings: Settings) -> list[str]:
 
 async def ensure_topics(settings: Settings) -> list[str]:
     """Create missing topics; returns the names it created."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka.bootstrap_servers)
+    admin = AIOKafkaAdminClient(
+        bootstrap_servers=settings.kafka.bootstrap_servers,
+        **aiokafka_kwargs(settings.security),
+    )
     await admin.start()
     try:
         existing = set(await admin.list_topics())

@@ -73,6 +73,10 @@ class MemoryStore(Protocol):
 
     async def delete_memories(self, partition: int, memory_ids: Sequence[str]) -> None: ...
 
+    async def pending_memories(self, partition: int, limit: int) -> list[MemoryRecord]:
+        """Memories accepted while the model was down, still without a vector."""
+        ...
+
     async def count_memories(
         self,
         partition: int | None = None,

@@ -196,6 +196,10 @@ class MemoryDecisionEvent(BaseModel):
     # The memory this event first created, removed because an equal memory stored
     # concurrently by another consumer was earlier; this decision points at it.
     superseded_memory_id: str | None = None
+    # Decided in a degraded mode (model or store unavailable, opt-in): the checks
+    # that could not run are listed; such memories are re-checked later.
+    degraded: bool = False
+    skipped_checks: list[CheckName] = []
 
 
 class DeadLetterCode(StrEnum):

@@ -27,8 +27,10 @@ from consumer.engine.models import (
     ScoredMemory,
     SimilarityQuery,
 )
+from consumer.engine.normalize import normalize_content
 from consumer.engine.recent import RecentCache, RecentEntry, ScopedHash
 from consumer.engine.thresholds import Bands, ThresholdPolicy
+from consumer.errors import EmbedderUnavailable
 from consumer.typing import Embedder, MemoryStore
 from schemas import CheckName, Decision, DecisionReason
 
@@ -58,6 +60,8 @@ class _BatchState:
     new_in_scope: dict[Scope, list[str]] = field(default_factory=dict)
     exact_ms: float = 0.0
     semantic_ms: float = 0.0
+    # The model failed and the engine may decide without it (opt-in).
+    model_down: bool = False
 
     def current(self, memory_id: str) -> MemoryRecord | None:
         return self.plan.writes.get(memory_id) or self.stored.get(memory_id)
@@ -73,14 +77,22 @@ class DedupEngine:
         recent: RecentCache,
         search_limit: int = 5,
         guards: bool = True,
+        decide_without_model: bool = False,
         clock: Callable[[], datetime] = _utcnow,
     ) -> None:
+        """`decide_without_model`: when the model fails, decide with exact and
+        recent only and accept the rest as degraded (their memories are embedded
+        once the model is back) instead of waiting for it."""
         self._store = store
         self._embedder = embedder
         self._policy = policy
         self._recent = recent
         self._search_limit = search_limit
         self._guards = guards
+        self._decide_without_model = decide_without_model
+        # Partitions that may hold memories accepted while the model was down.
+        self._maybe_pending: set[int] = set()
+        self._looked_for_pending: set[int] = set()
         self._clock = clock
 
     @property
@@ -102,6 +114,8 @@ class DedupEngine:
         state = _BatchState(plan=plan, stored=stored, vectors={}, neighbours={})
         state.exact_ms = _elapsed_ms(started)
 
+        # Pending memories first, so this batch is already compared with them.
+        await self._embed_pending(partition, state)
         to_embed = self._needing_embedding(candidates, stored, cached)
         await self._embed_and_search(partition, to_embed, state)
 
@@ -160,6 +174,41 @@ class DedupEngine:
             superseded_memory_id=outcome.memory.memory_id,
         )
 
+    def fail_open(self, candidate: Candidate, skipped: tuple[CheckName, ...]) -> Outcome:
+        """Decide without the store: a recent repeat is still skipped; anything
+        else is accepted as degraded."""
+        now = self._clock()
+        entry = self._recent.get(candidate.scoped_hash)
+        event = candidate.event
+        memory = MemoryRecord(
+            memory_id=entry.memory_id if entry else candidate.memory_id,
+            tenant_id=event.tenant_id,
+            namespace=event.namespace,
+            content=event.content.strip(),
+            content_hash=candidate.content_hash,
+            importance=event.importance,
+            topics=_union(event.topics, []),
+            entities=_union(event.entities, []),
+            merged_event_ids=[],
+            origin_event_id=event.event_id,
+            created_at=now,
+            updated_at=now,
+        )
+        checks = (CheckRun(CheckName.RECENT, entry is not None, 0.0),)
+        if entry is None:
+            self._recent.put(candidate.scoped_hash, memory.memory_id, candidate.record.partition)
+        return Outcome(
+            candidate=candidate,
+            decision=Decision.SKIPPED if entry else Decision.ACCEPTED,
+            reason=DecisionReason.RECENT if entry else DecisionReason.NEW,
+            memory=memory,
+            similarity=None,
+            threshold=None,
+            checks=checks,
+            decided_at=now,
+            skipped_checks=skipped,
+        )
+
     def commit(self, plan: BatchPlan) -> None:
         """Record a durable plan in the recent cache. Only after the store write:
         a retried batch must not see its own failed attempt."""
@@ -190,9 +239,18 @@ class DedupEngine:
     ) -> None:
         if not candidates:
             return
+        if state.model_down:
+            return
         started = time.perf_counter()
         texts = list(dict.fromkeys(c.normalized for c in candidates))
-        matrix = await self._embedder.embed(texts)
+        try:
+            matrix = await self._embedder.embed(texts)
+        except EmbedderUnavailable:
+            if not self._decide_without_model:
+                raise
+            state.model_down = True
+            self._maybe_pending.add(partition)
+            return
         for text, row in zip(texts, matrix, strict=True):
             state.vectors[text] = [float(x) for x in row]
         queries = [
@@ -206,6 +264,8 @@ class DedupEngine:
 
     async def _vector_for(self, partition: int, candidate: Candidate, state: _BatchState) -> None:
         """Rare path: a recent entry pointed at a memory that is gone."""
+        if state.model_down:
+            return
         if candidate.normalized not in state.vectors:
             await self._embed_and_search(partition, [candidate], state)
         elif candidate.event.event_id not in state.neighbours:
@@ -242,6 +302,9 @@ class DedupEngine:
             return self._skip(candidate, state, recent_memory, DecisionReason.RECENT, checks)
 
         await self._vector_for(partition, candidate, state)
+        if candidate.normalized not in state.vectors:
+            # Model down, deciding without it: accept, and say which check did not run.
+            return self._accept(candidate, state, checks, skipped=(CheckName.SEMANTIC,))
         matches = self._matches(candidate, state)
         bands = self._policy.bands_for(candidate.event.namespace)
         top_score = matches[0].score if matches else None
@@ -350,6 +413,32 @@ class DedupEngine:
             guard=veto,
         )
 
+    async def _embed_pending(self, partition: int, state: _BatchState) -> None:
+        """Give memories accepted while the model was down their vectors, so
+        later events are compared with them."""
+        # Checked once per partition after start-up (pending ones may predate this
+        # process), then only where this process accepted without the model.
+        first_look = partition not in self._looked_for_pending
+        if state.model_down or not (first_look or partition in self._maybe_pending):
+            return
+        self._looked_for_pending.add(partition)
+        pending = await self._store.pending_memories(partition, 256)
+        if not pending:
+            self._maybe_pending.discard(partition)
+            return
+        try:
+            matrix = await self._embedder.embed([normalize_content(m.content) for m in pending])
+        except EmbedderUnavailable:
+            self._maybe_pending.add(partition)
+            if not self._decide_without_model:
+                raise
+            state.model_down = True
+            return
+        for memory, row in zip(pending, matrix, strict=True):
+            current = state.plan.writes.get(memory.memory_id, memory)
+            state.plan.writes[memory.memory_id] = replace(current, vector=[float(x) for x in row])
+            state.new_in_scope.setdefault(memory.scope, []).append(memory.memory_id)
+
     @staticmethod
     def _merged(target: MemoryRecord, candidate: Candidate, now: datetime) -> MemoryRecord:
         """Keep the existing text; union topics and entities; keep the higher
@@ -370,6 +459,7 @@ class DedupEngine:
         state: _BatchState,
         checks: list[CheckRun],
         veto: GuardHit | None = None,
+        skipped: tuple[CheckName, ...] = (),
     ) -> Outcome:
         now = self._clock()
         event = candidate.event
@@ -386,10 +476,11 @@ class DedupEngine:
             origin_event_id=event.event_id,
             created_at=now,
             updated_at=now,
-            vector=state.vectors[candidate.normalized],
+            vector=state.vectors.get(candidate.normalized),
         )
         state.plan.writes[memory.memory_id] = memory
-        state.new_in_scope.setdefault(candidate.scope, []).append(memory.memory_id)
+        if memory.vector is not None:
+            state.new_in_scope.setdefault(candidate.scope, []).append(memory.memory_id)
         state.staged_recent[candidate.scoped_hash] = memory.memory_id
         return Outcome(
             candidate=candidate,
@@ -401,4 +492,5 @@ class DedupEngine:
             checks=tuple(checks),
             decided_at=now,
             guard=veto,
+            skipped_checks=skipped,
         )

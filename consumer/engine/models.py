@@ -130,6 +130,8 @@ class Outcome:
     # Set when this event's own memory was removed because an equal memory had
     # been stored concurrently by another consumer (and won).
     superseded_memory_id: str | None = None
+    # Checks that could not run (degraded mode); empty when all ran.
+    skipped_checks: tuple[CheckName, ...] = ()
 
 
 @dataclass(slots=True)

@@ -66,6 +66,10 @@ class OutageSwitchStore:
         self._check()
         await self.inner.apply_points(partition, points, changelog_offset=changelog_offset)
 
+    async def pending_memories(self, partition: int, limit: int) -> list[MemoryRecord]:
+        self._check()
+        return await self.inner.pending_memories(partition, limit)
+
     async def delete_memories(self, partition: int, memory_ids: Sequence[str]) -> None:
         self._check()
         await self.inner.delete_memories(partition, memory_ids)

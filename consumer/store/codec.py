@@ -20,6 +20,9 @@ from schemas import Decision
 
 KIND_FIELD: Final = "kind"
 MEMORY_KIND: Final = "memory"
+# Accepted while the model was down: found by exact lookups, invisible to
+# similarity search until it is embedded (placeholder vector meanwhile).
+PENDING_KIND: Final = "pending_memory"
 DECISION_KIND: Final = "decision"
 # One point per shard remembers the last changelog offset the shard holds.
 META_KIND: Final = "meta"
@@ -34,7 +37,7 @@ INDEXED_FIELDS: Final = (TENANT_FIELD, NAMESPACE_FIELD, KIND_FIELD, HASH_FIELD, 
 
 def memory_payload(memory: MemoryRecord) -> dict[str, Any]:
     return {
-        KIND_FIELD: MEMORY_KIND,
+        KIND_FIELD: MEMORY_KIND if memory.vector else PENDING_KIND,
         TENANT_FIELD: memory.tenant_id,
         NAMESPACE_FIELD: memory.namespace,
         HASH_FIELD: memory.content_hash,
@@ -52,6 +55,8 @@ def memory_payload(memory: MemoryRecord) -> dict[str, Any]:
 def memory_from_payload(
     memory_id: str, payload: dict[str, Any], vector: list[float] | None
 ) -> MemoryRecord:
+    if payload.get(KIND_FIELD) == PENDING_KIND:
+        vector = None
     return MemoryRecord(
         memory_id=memory_id,
         tenant_id=payload[TENANT_FIELD],
@@ -125,8 +130,13 @@ class RawPoint:
         return cls(document["id"], [float(x) for x in vector], document["payload"])
 
 
-def memory_point(memory: MemoryRecord) -> RawPoint:
-    return RawPoint(memory.memory_id, list(memory.vector or []), memory_payload(memory))
+def memory_point(memory: MemoryRecord, dimension: int = 0) -> RawPoint:
+    vector = list(memory.vector) if memory.vector else placeholder_vector(dimension)
+    return RawPoint(memory.memory_id, vector, memory_payload(memory))
+
+
+def is_memory(payload: dict[str, Any]) -> bool:
+    return payload.get(KIND_FIELD) in (MEMORY_KIND, PENDING_KIND)
 
 
 def decision_point(record: DecisionRecord, dimension: int) -> RawPoint:

@@ -30,6 +30,7 @@ from qdrant_edge import (
     Query,
     QueryBatchRequest,
     QueryRequest,
+    ScrollRequest,
     SearchParams,
     UpdateOperation,
 )
@@ -120,7 +121,7 @@ class EdgeMemoryStore:
             found: dict[str, MemoryRecord] = {}
             for record in records:
                 payload = record.payload or {}
-                if payload.get(codec.KIND_FIELD) == codec.MEMORY_KIND:
+                if codec.is_memory(payload):
                     memory_id = str(record.id)
                     found[memory_id] = codec.memory_from_payload(
                         memory_id, payload, list(record.vector)
@@ -189,7 +190,7 @@ class EdgeMemoryStore:
         *,
         changelog_offset: int | None = None,
     ) -> None:
-        points = [codec.memory_point(m) for m in memories]
+        points = [codec.memory_point(m, self._dimension) for m in memories]
         points.extend(codec.decision_point(d, self._dimension) for d in decisions)
         await self.apply_points(partition, points, changelog_offset=changelog_offset)
 
@@ -212,6 +213,19 @@ class EdgeMemoryStore:
             shard.flush()
 
         await self._run(apply)
+
+    async def pending_memories(self, partition: int, limit: int) -> list[MemoryRecord]:
+        def read() -> list[MemoryRecord]:
+            records, _ = self._shard(partition).scroll(
+                ScrollRequest(
+                    limit=limit,
+                    filter=Filter(must=[_match(codec.KIND_FIELD, codec.PENDING_KIND)]),
+                    with_payload=True,
+                )
+            )
+            return [codec.memory_from_payload(str(r.id), r.payload or {}, None) for r in records]
+
+        return await self._run(read)
 
     async def delete_memories(self, partition: int, memory_ids: Sequence[str]) -> None:
         if not memory_ids:
@@ -246,10 +260,11 @@ class EdgeMemoryStore:
     ) -> int:
         def count() -> int:
             partitions = [partition] if partition is not None else self._partitions_on_disk()
-            request = CountRequest(
-                exact=True, filter=_scope_filter(tenant_id, namespace, codec.MEMORY_KIND)
-            )
-            return sum(self._shard(p).count(request) for p in partitions)
+            requests = [
+                CountRequest(exact=True, filter=_scope_filter(tenant_id, namespace, kind))
+                for kind in (codec.MEMORY_KIND, codec.PENDING_KIND)
+            ]
+            return sum(self._shard(p).count(r) for p in partitions for r in requests)
 
         return await self._run(count)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from functools import partial
 from typing import TypeVar
 
 import httpx
@@ -112,7 +113,7 @@ class QdrantServerStore:
         found: dict[str, MemoryRecord] = {}
         for record in records:
             payload = record.payload or {}
-            if payload.get(codec.KIND_FIELD) == codec.MEMORY_KIND:
+            if codec.is_memory(payload):
                 found[str(record.id)] = codec.memory_from_payload(
                     str(record.id), payload, _as_list(record.vector)
                 )
@@ -176,10 +177,8 @@ class QdrantServerStore:
             return
         placeholder = codec.placeholder_vector(self._dimension)
         points = [
-            models.PointStruct(
-                id=m.memory_id, vector=list(m.vector or []), payload=codec.memory_payload(m)
-            )
-            for m in memories
+            models.PointStruct(id=p.point_id, vector=p.vector, payload=p.payload)
+            for p in (codec.memory_point(m, self._dimension) for m in memories)
         ]
         points.extend(
             models.PointStruct(
@@ -196,14 +195,16 @@ class QdrantServerStore:
         tenant_id: str | None = None,
         namespace: str | None = None,
     ) -> int:
-        result = await self._call(
-            lambda: self._client.count(
+        total = 0
+        for kind in (codec.MEMORY_KIND, codec.PENDING_KIND):
+            count = partial(
+                self._client.count,
                 self._collection,
-                count_filter=_scope_filter(tenant_id, namespace, codec.MEMORY_KIND),
+                count_filter=_scope_filter(tenant_id, namespace, kind),
                 exact=True,
             )
-        )
-        return result.count
+            total += (await self._call(count)).count
+        return total
 
     async def apply_points(
         self, partition: int, points: Sequence[codec.RawPoint], *, changelog_offset: int | None
@@ -214,6 +215,17 @@ class QdrantServerStore:
             models.PointStruct(id=p.point_id, vector=p.vector, payload=p.payload) for p in points
         ]
         await self._call(lambda: self._client.upsert(self._collection, structs, wait=True))
+
+    async def pending_memories(self, partition: int, limit: int) -> list[MemoryRecord]:
+        records, _ = await self._call(
+            lambda: self._client.scroll(
+                self._collection,
+                scroll_filter=models.Filter(must=[_match(codec.KIND_FIELD, codec.PENDING_KIND)]),
+                limit=limit,
+                with_payload=True,
+            )
+        )
+        return [codec.memory_from_payload(str(r.id), r.payload or {}, None) for r in records]
 
     async def delete_memories(self, partition: int, memory_ids: Sequence[str]) -> None:
         if not memory_ids:

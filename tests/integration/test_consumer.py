@@ -334,3 +334,70 @@ async def test_guards_veto_high_similarity_pairs_that_are_different_facts(
     paraphrase = only(decisions, "g8")
     assert paraphrase["decision"] in {"skipped", "merged"}
     assert paraphrase["guard"] is None
+
+
+class SwitchableEmbedder:
+    """The real model, which can be made to fail as a crashed worker would."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.down = False
+        self.model_id = inner.model_id
+        self.dimension = inner.dimension
+
+    async def embed(self, texts: Any) -> Any:
+        if self.down:
+            from consumer.errors import EmbedderUnavailable
+
+            raise EmbedderUnavailable("model worker crashed")
+        return await self._inner.embed(texts)
+
+    async def close(self) -> None:
+        """The shared model outlives the test."""
+
+
+async def test_degraded_modes_decide_without_the_model_or_the_store(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    from consumer.store.chaos import OutageSwitchStore
+
+    settings = make_settings(
+        local_broker.bootstrap_servers,
+        tmp_path,
+        dedup={"on_model_unavailable": "exact_recent_only", "on_store_unavailable": "accept"},
+    )
+    stores = StoreFactory("edge", settings)
+    embedder = SwitchableEmbedder(real_embedder)
+    outage = tmp_path / "outage"
+    store = OutageSwitchStore(await stores.open(), outage_file=outage)
+    try:
+        async with running_consumer(settings, embedder, store):  # type: ignore[arg-type]
+            embedder.down = True
+            await produce(settings, [event("d1", "User keeps a diary in Esperanto")])
+            first = await read_outputs(settings, at_least=1)
+            embedder.down = False
+            await produce(settings, [event("d2", "The user keeps a diary in Esperanto")])
+            await read_outputs(settings, at_least=2)
+            outage.touch()
+            await produce(settings, [event("d3", "User repairs old radios")])
+            outputs = await read_outputs(settings, at_least=3, settle_s=0.5)
+            outage.unlink()
+        memories = await stores.count()
+    finally:
+        await stores.close()
+    decisions = decisions_by_event(outputs, settings)
+    d1 = only(decisions, "d1")
+    assert (d1["decision"], d1["degraded"], d1["skipped_checks"]) == (
+        "accepted",
+        True,
+        ["semantic"],
+    )
+    d2 = only(decisions, "d2")  # the model is back: the degraded memory was embedded
+    assert d2["decision"] in {"skipped", "merged"}
+    assert d2["memory_id"] == d1["memory_id"]
+    assert d2["degraded"] is False
+    d3 = only(decisions, "d3")  # store down: failed open, nothing stored
+    assert (d3["decision"], d3["degraded"]) == ("accepted", True)
+    assert set(d3["skipped_checks"]) == {"exact", "semantic"}
+    assert memories == 1
+    assert first
