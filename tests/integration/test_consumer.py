@@ -401,3 +401,84 @@ async def test_degraded_modes_decide_without_the_model_or_the_store(
     assert set(d3["skipped_checks"]) == {"exact", "semantic"}
     assert memories == 1
     assert first
+
+
+async def test_misrouted_records_are_rerouted_and_decided_on_their_scope_partition(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    import json as _json
+    import zlib
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+    from consumer.partitioning import canonical_partition
+    from consumer.topics import ensure_topics
+    from schemas import scope_key
+
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path, topics={"partitions": 6})
+    stores = StoreFactory("edge", settings)
+    await ensure_topics(settings)
+    key = scope_key("acme", "prefs").encode()
+    home = canonical_partition(key, 6)
+    crc32_partition = (zlib.crc32(key) & 0x7FFFFFFF) % 6  # librdkafka's default
+    wrong = next(p for p in range(6) if p != home)
+    records = [
+        # A librdkafka-style producer: right key, partition by CRC32.
+        (event("x1", "User brews kombucha at home"), key, crc32_partition),
+        # A producer that forgot the key.
+        (event("x2", "User plays chess on Sundays"), None, wrong),
+        # Wrong key for the body.
+        (event("x3", "User knits scarves"), b"acme/other", wrong),
+        # Correct.
+        (event("x4", "User is training for a triathlon"), key, home),
+    ]
+    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka.bootstrap_servers)
+    await producer.start()
+    try:
+        for body, record_key, partition in records:
+            await producer.send_and_wait(
+                settings.topics.input,
+                _json.dumps(body).encode(),
+                key=record_key,
+                partition=partition,
+            )
+    finally:
+        await producer.stop()
+    try:
+        async with running_consumer(settings, real_embedder, await stores.open()):
+            outputs = await read_outputs(settings, at_least=len(records), settle_s=1.0)
+    finally:
+        await stores.close()
+    decisions = decisions_by_event(outputs, settings)
+    assert sorted(decisions) == ["x1", "x2", "x3", "x4"]
+    for event_id in decisions:
+        body = only(decisions, event_id)
+        # Decided on the scope's own partition, never where it landed.
+        assert body["record"]["partition"] == home, event_id
+    # The re-routed copies say where they came from, and carry the scope's key.
+    reader = AIOKafkaConsumer(bootstrap_servers=settings.kafka.bootstrap_servers)
+    await reader.start()
+    try:
+        tp = TopicPartition(settings.topics.input, home)
+        reader.assign([tp])
+        reader.seek(tp, 0)
+        copies = (await reader.getmany(tp, timeout_ms=2000)).get(tp, [])
+    finally:
+        await reader.stop()
+    rerouted = {
+        _json.loads(r.value)["event_id"]: dict(r.headers)["memdedup-rerouted-from"].decode()
+        for r in copies
+        if "memdedup-rerouted-from" in dict(r.headers)
+    }
+    assert set(rerouted) >= {"x2", "x3"}
+    assert rerouted["x2"].startswith(f"{settings.topics.input}/{wrong}/")
+    assert r_key_of(copies, "x3") == key
+
+
+def r_key_of(records: Any, event_id: str) -> bytes | None:
+    import json as _json
+
+    for record in records:
+        if _json.loads(record.value)["event_id"] == event_id:
+            return record.key  # type: ignore[no-any-return]
+    return None
