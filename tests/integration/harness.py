@@ -220,3 +220,13 @@ async def wait_until(predicate: Any, timeout_s: float, interval_s: float = 0.2) 
             return True
         await asyncio.sleep(interval_s)
     return False
+
+
+async def wait_committed(settings: Settings, total: int, timeout_s: float = 15) -> bool:
+    """Wait until the group has committed `total` records over all partitions."""
+
+    async def reached() -> bool:
+        offsets = await committed_offsets(settings)
+        return sum(o or 0 for o in offsets.values()) == total
+
+    return await wait_until(reached, timeout_s)

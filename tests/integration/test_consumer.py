@@ -21,6 +21,7 @@ from tests.integration.harness import (
     produce,
     read_outputs,
     running_consumer,
+    wait_committed,
     wait_until,
 )
 
@@ -281,11 +282,7 @@ async def test_restart_resumes_from_committed_offsets(
             await produce(settings, first)
             await read_outputs(settings, at_least=len(first))
 
-            async def committed_first() -> bool:
-                offsets = await committed_offsets(settings)
-                return sum(o or 0 for o in offsets.values()) == len(first)
-
-            assert await wait_until(committed_first, timeout_s=15)
+            assert await wait_committed(settings, len(first), timeout_s=15)
         await produce(settings, second)  # while no consumer runs
         async with running_consumer(settings, real_embedder, await stores.open()):
             outputs = await read_outputs(settings, at_least=len(first) + len(second), settle_s=2.0)

@@ -16,7 +16,7 @@ from tests.integration.harness import (
     produce,
     read_outputs,
     running_consumer,
-    wait_until,
+    wait_committed,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -39,11 +39,7 @@ async def test_replay_from_earliest_reemits_identical_decisions(
         async with running_consumer(settings, real_embedder, await stores.open()):
             first = await read_outputs(settings, at_least=len(items), settle_s=0.5)
 
-            async def all_committed() -> bool:
-                offsets = await committed_offsets(settings)
-                return sum(o or 0 for o in offsets.values()) == len(items)
-
-            assert await wait_until(all_committed, timeout_s=15)
+            assert await wait_committed(settings, len(items), timeout_s=15)
         memories = await stores.count()
         committed = await reset_offsets(
             settings.kafka,
@@ -77,10 +73,7 @@ async def test_replay_to_an_offset_only_repeats_what_follows(
         async with running_consumer(settings, real_embedder, await stores.open()):
             await read_outputs(settings, at_least=3)
 
-            async def committed_all() -> bool:
-                return await committed_offsets(settings) == {0: 3}
-
-            assert await wait_until(committed_all, timeout_s=15)
+            assert await wait_committed(settings, 3, timeout_s=15)
         assert await reset_offsets(
             settings.kafka,
             group=settings.kafka.group_id,
@@ -116,11 +109,7 @@ async def test_replay_is_refused_while_the_group_has_active_members(
         async with running_consumer(settings, real_embedder, await stores.open()):
             await read_outputs(settings, at_least=len(items))
 
-            async def all_committed() -> bool:
-                offsets = await committed_offsets(settings)
-                return sum(o or 0 for o in offsets.values()) == len(items)
-
-            assert await wait_until(all_committed, timeout_s=15)
+            assert await wait_committed(settings, len(items), timeout_s=15)
             before = await committed_offsets(settings)
             with pytest.raises(ReplayRefused, match=r"active members|could not join"):
                 await reset_offsets(

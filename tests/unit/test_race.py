@@ -69,7 +69,11 @@ def ticking_clock(start: datetime) -> Any:
     return clock
 
 
-async def test_the_later_of_two_concurrent_equal_memories_yields() -> None:
+async def race(
+    *, reconcile: bool
+) -> tuple[QdrantServerStore, list[MemoryDecisionEvent], list[MemoryDecisionEvent]]:
+    """Two consumers, B's clock one second behind A's, each deciding one of two
+    equal texts against one shared store, both deciding before either stores."""
     shared = QdrantServerStore.connect(collection="race", location=":memory:")
     embedder = FakeEmbedder()
     embedder.set("User prefers dark mode", base_vector())
@@ -79,7 +83,7 @@ async def test_the_later_of_two_concurrent_equal_memories_yields() -> None:
     publishers = [FakePublisher(), FakePublisher()]
     clocks = [
         ticking_clock(datetime(2026, 1, 1, tzinfo=UTC)),
-        ticking_clock(datetime(2026, 1, 1, 0, 0, 1, tzinfo=UTC)),  # consumer B is later
+        ticking_clock(datetime(2026, 1, 1, 0, 0, 1, tzinfo=UTC)),
     ]
     processors = [
         BatchProcessor(
@@ -95,16 +99,21 @@ async def test_the_later_of_two_concurrent_equal_memories_yields() -> None:
             topics=TOPICS,
             model_id="fake",
             max_event_bytes=4096,
-            reconcile=True,
+            reconcile=reconcile,
         )
         for clock, publisher in zip(clocks, publishers, strict=True)
     ]
     first = make_record(event_dict(event_id="a1", content="User prefers dark mode"), offset=0)
     second = make_record(event_dict(event_id="b1", content="The user prefers dark mode"), offset=1)
     await asyncio.gather(processors[0].process([first]), processors[1].process([second]))
+    a, b = (
+        [MemoryDecisionEvent.model_validate_json(r.value) for r in p.published] for p in publishers
+    )
+    return shared, a, b
 
-    [a] = [MemoryDecisionEvent.model_validate_json(r.value) for r in publishers[0].published]
-    [b] = [MemoryDecisionEvent.model_validate_json(r.value) for r in publishers[1].published]
+
+async def test_the_later_of_two_concurrent_equal_memories_yields() -> None:
+    shared, [a], [b] = await race(reconcile=True)
     assert a.decision == "accepted"
     assert a.superseded_memory_id is None
     assert b.decision == "skipped"  # 0.97 >= the duplicate band
@@ -119,32 +128,7 @@ async def test_the_later_of_two_concurrent_equal_memories_yields() -> None:
 
 
 async def test_without_the_recheck_both_stay_accepted() -> None:
-    shared = QdrantServerStore.connect(collection="race", location=":memory:")
-    embedder = FakeEmbedder()
-    embedder.set("User prefers dark mode", base_vector())
-    embedder.set("The user prefers dark mode", unit_vector(0.97, axis=2))
-    await shared.start(embedder.dimension)
-    store = RendezvousStore(shared, parties=2)
-    publishers = [FakePublisher(), FakePublisher()]
-    processors = [
-        BatchProcessor(
-            engine=DedupEngine(
-                store=store,  # type: ignore[arg-type]
-                embedder=embedder,
-                policy=ThresholdPolicy(default=DEFAULT_BANDS),
-                recent=RecentCache(ttl_s=300, max_entries=100),
-            ),
-            store=store,  # type: ignore[arg-type]
-            publisher=publisher,
-            topics=TOPICS,
-            model_id="fake",
-            max_event_bytes=4096,
-            reconcile=False,
-        )
-        for publisher in publishers
-    ]
-    first = make_record(event_dict(event_id="a1", content="User prefers dark mode"), offset=0)
-    second = make_record(event_dict(event_id="b1", content="The user prefers dark mode"), offset=1)
-    await asyncio.gather(processors[0].process([first]), processors[1].process([second]))
+    shared, [a], [b] = await race(reconcile=False)
+    assert (a.decision, b.decision) == ("accepted", "accepted")
     assert await shared.count_memories() == 2  # what the re-check exists to prevent
     await shared.close()
