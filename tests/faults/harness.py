@@ -312,6 +312,14 @@ def check_invariants(evidence: Evidence, dataset: Dataset) -> None:
     assert not doubled, f"facts with two accepted memories: {list(doubled.items())[:5]}"
 
 
+def conclude(label: str, evidence: Evidence, dataset: Dataset, memories: int) -> None:
+    """Print the evidence, then check the invariants and that the store holds
+    exactly the accepted memories."""
+    evidence.report(label, memories)
+    check_invariants(evidence, dataset)
+    assert memories == len(accepted_memory_ids(evidence))
+
+
 def accepted_memory_ids(evidence: Evidence) -> set[str]:
     return {
         evidence.first(e)["memory_id"]

@@ -28,9 +28,9 @@ from consumer.topics import ensure_topics
 from tests.faults.harness import (
     Dataset,
     Evidence,
-    accepted_memory_ids,
     build_dataset,
     check_invariants,
+    conclude,
     consumers,
     count_memories,
     fault_settings,
@@ -80,10 +80,8 @@ async def test_sigkill_random_consumers_repeatedly(
     finally:
         stop_all(fleet)
     memories = await count_memories(settings, data)
-    evidence.report(f"sigkill x{kills}", memories)
     assert kills >= 5
-    check_invariants(evidence, dataset)
-    assert memories == len(accepted_memory_ids(evidence))
+    conclude(f"sigkill x{kills}", evidence, dataset, memories)
 
 
 async def test_full_replay_reemits_identical_decisions_and_stores_nothing(
@@ -161,9 +159,7 @@ async def test_vector_store_outage_pauses_without_loss(
     finally:
         stop_all(fleet)
     memories = await count_memories(settings, data)
-    evidence.report("store outage 10s", memories)
-    check_invariants(evidence, dataset)
-    assert memories == len(accepted_memory_ids(evidence))
+    conclude("store outage 10s", evidence, dataset, memories)
 
 
 async def test_rebalance_with_separate_data_directories(
@@ -217,9 +213,7 @@ async def test_rebalance_with_separate_data_directories(
     finally:
         await changelog.close()
         await fresh.close()
-    evidence.report("rebalance, separate dirs", memories)
-    check_invariants(evidence, dataset)
-    assert memories == len(accepted_memory_ids(evidence))
+    conclude("rebalance, separate dirs", evidence, dataset, memories)
 
 
 async def test_sigterm_with_work_in_flight_emits_no_duplicates(
@@ -324,6 +318,4 @@ async def test_broker_restart_mid_stream_loses_no_decision(
         finally:
             broker.stop()
     memories = await count_memories(settings, data)
-    evidence.report("broker restart", memories)
-    check_invariants(evidence, dataset)
-    assert memories == len(accepted_memory_ids(evidence))
+    conclude("broker restart", evidence, dataset, memories)
