@@ -25,6 +25,7 @@ from faststream.kafka.annotations import KafkaMessage
 from consumer.changelog import Changelog
 from consumer.embedding import load_embedder
 from consumer.engine.dedup import DedupEngine
+from consumer.engine.merge import build_merger
 from consumer.engine.recent import RecentCache
 from consumer.engine.thresholds import Bands, ThresholdPolicy
 from consumer.errors import PublishFailed, StoreUnavailable, TransientError
@@ -48,12 +49,19 @@ T = TypeVar("T")
 def threshold_policy(settings: Settings) -> ThresholdPolicy:
     dedup = settings.dedup
     return ThresholdPolicy(
-        default=Bands(dedup.duplicate_threshold, dedup.merge_threshold),
+        default=Bands(dedup.duplicate_threshold, dedup.merge_threshold, dedup.merge_policy),
         per_namespace={
-            name: Bands(bands.duplicate_threshold, bands.merge_threshold)
+            name: Bands(bands.duplicate_threshold, bands.merge_threshold, bands.merge_policy)
             for name, bands in dedup.namespaces.items()
         },
     )
+
+
+def lowest_band(policy: ThresholdPolicy) -> float:
+    """The lowest similarity at which a match can be skipped into or merged into
+    (less a rounding margin): below it a search result's vector is never needed."""
+    bands = [policy.default, *policy.per_namespace.values()]
+    return min(min(b.duplicate_threshold, b.merge_threshold) for b in bands) - 1e-6
 
 
 def build_store(qdrant: QdrantSettings, *, input_topic: str) -> MemoryStore:
@@ -410,16 +418,23 @@ def create_app(
                     runtime.store, outage_file=settings.chaos.store_outage_file
                 )
         await runtime.store.start(runtime.embedder.dimension)
+        policy = threshold_policy(settings)
+        inner = (
+            runtime.store.inner if isinstance(runtime.store, OutageSwitchStore) else runtime.store
+        )
+        if isinstance(inner, EdgeMemoryStore):
+            inner.fetch_vectors_from(lowest_band(policy))
         engine = DedupEngine(
             store=runtime.store,
             embedder=TimedEmbedder(runtime.embedder, runtime.metrics),
-            policy=threshold_policy(settings),
+            policy=policy,
             recent=RecentCache(
                 ttl_s=settings.dedup.recent_ttl_s, max_entries=settings.dedup.recent_max_entries
             ),
             search_limit=settings.dedup.search_limit,
             guards=settings.dedup.guards_enabled,
             decide_without_model=settings.dedup.on_model_unavailable == "exact_recent_only",
+            merger=build_merger(settings.dedup),
         )
         publisher = BrokerPublisher(broker)
         if uses_changelog(settings, runtime.store):

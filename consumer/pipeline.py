@@ -38,6 +38,7 @@ from schemas import (
     Decision,
     GuardReport,
     MemoryDecisionEvent,
+    MergeSource,
     RecordPosition,
     StoredMemory,
     memory_urn,
@@ -89,6 +90,13 @@ def build_decision_event(outcome: Outcome, model_id: str) -> MemoryDecisionEvent
             origin_event_id=memory.origin_event_id,
             created_at=memory.created_at,
             updated_at=memory.updated_at,
+            merged_from=[
+                MergeSource(event_id=s.event_id, memory_id=s.memory_id) for s in memory.merged_from
+            ],
+            supersedes=memory.supersedes,
+            seen_count=memory.seen_count,
+            first_seen_at=memory.first_seen_at or memory.created_at,
+            last_seen_at=memory.last_seen_at or memory.updated_at,
         ),
         checks=[
             CheckReport(name=c.name, hit=c.hit, duration_ms=c.duration_ms, score=c.score)
@@ -104,6 +112,8 @@ def build_decision_event(outcome: Outcome, model_id: str) -> MemoryDecisionEvent
         superseded_memory_id=outcome.superseded_memory_id,
         degraded=bool(outcome.skipped_checks),
         skipped_checks=list(outcome.skipped_checks),
+        merge_policy=outcome.merge_policy,
+        merge_fallback=outcome.merge_fallback,
         guard=None
         if outcome.guard is None
         else GuardReport(
@@ -325,17 +335,18 @@ class BatchProcessor:
         plan = await self._engine.decide(partition, fresh)
         decision_records, payloads = self._decision_records(plan.outcomes)
         memories = list(plan.writes.values())
-        changelog_offset = None
         if self._changelog is not None:
             # Changelog first: it is the source a restore trusts, so it must never
-            # lack what a shard holds.
+            # lack what a shard holds. The shard then stores the very same points
+            # (built once), with the changelog position that covers them.
             points = [memory_point(m, self._dimension) for m in memories]
             points.extend(decision_point(d, self._dimension) for d in decision_records)
             changelog_offset = await self._changelog.append(partition, points)
-        started = time.perf_counter()
-        await self._store.write(
-            partition, memories, decision_records, changelog_offset=changelog_offset
-        )
+            started = time.perf_counter()
+            await self._store.apply_points(partition, points, changelog_offset=changelog_offset)
+        else:
+            started = time.perf_counter()
+            await self._store.write(partition, memories, decision_records)
         self._metrics.observe_store(time.perf_counter() - started)
         if self._reconcile:
             payloads.update(await self._resolve_races(partition, plan))
@@ -362,7 +373,8 @@ class BatchProcessor:
                     self._decision_record(candidate, decision, payload),
                 )
             )
-            log.info(
+            # Per event at DEBUG; the batch's summary is `batch_done` at INFO.
+            log.debug(
                 "decided",
                 event_id=candidate.event.event_id,
                 tenant_id=candidate.event.tenant_id,

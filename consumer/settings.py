@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from schemas.events import NAMESPACE_PATTERN
+from schemas.events import NAMESPACE_PATTERN, MergePolicy
 
 # Chosen from measurements on labelled pairs (docs/thresholds.md); bound to the
 # default model: a different model needs its own calibration.
@@ -35,6 +35,10 @@ class BandSettings(BaseModel):
 
     duplicate_threshold: Unit = DEFAULT_DUPLICATE_THRESHOLD
     merge_threshold: Unit = DEFAULT_MERGE_THRESHOLD
+    # What a merge does to the stored text (consumer.engine.merge); skips never
+    # change it. keep_existing: the stored text stays (topics, entities, ids and
+    # the higher importance are folded in by every policy).
+    merge_policy: MergePolicy = "keep_existing"
 
     @model_validator(mode="after")
     def _merge_not_above_duplicate(self) -> Self:
@@ -44,6 +48,20 @@ class BandSettings(BaseModel):
                 f"duplicate_threshold ({self.duplicate_threshold})"
             )
         return self
+
+
+class MergerSettings(BaseModel):
+    """The OpenAI-compatible chat completions endpoint of the `synthesize` policy."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # e.g. https://api.openai.com/v1 (POST {base_url}/chat/completions).
+    base_url: str | None = None
+    model: str = "gpt-4o-mini"
+    # Name of the environment variable holding the API key (never in the file).
+    api_key_env: str = "OPENAI_API_KEY"
+    # Past this, the merge falls back to replace_with_newer.
+    timeout_s: Annotated[float, Field(gt=0)] = 10.0
 
 
 class DedupSettings(BandSettings):
@@ -62,6 +80,20 @@ class DedupSettings(BandSettings):
     on_model_unavailable: Literal["wait", "exact_recent_only"] = "wait"
     # store down -> fail open: accept (degraded, not stored) instead of waiting.
     on_store_unavailable: Literal["wait", "accept"] = "wait"
+    # Used by namespaces whose merge_policy is synthesize.
+    merger: MergerSettings = MergerSettings()
+
+    @model_validator(mode="after")
+    def _synthesize_needs_merger(self) -> Self:
+        policies = [self.merge_policy, *(b.merge_policy for b in self.namespaces.values())]
+        if "synthesize" in policies and not self.merger.base_url:
+            raise ValueError("merge_policy synthesize needs dedup.merger.base_url")
+        return self
+
+    @property
+    def uses_merger(self) -> bool:
+        policies = [self.merge_policy, *(b.merge_policy for b in self.namespaces.values())]
+        return "synthesize" in policies
 
 
 class KafkaSettings(BaseModel):

@@ -140,6 +140,18 @@ class GuardReport(BaseModel):
     similarity: float
 
 
+MergePolicy = Literal["keep_existing", "replace_with_newer", "keep_higher_importance", "synthesize"]
+
+
+class MergeSource(BaseModel):
+    """An event folded into a memory, and the memory id its own text maps to."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    event_id: str
+    memory_id: str
+
+
 class StoredMemory(BaseModel):
     """The memory as stored after the decision."""
 
@@ -155,6 +167,15 @@ class StoredMemory(BaseModel):
     origin_event_id: str
     created_at: datetime
     updated_at: datetime
+    # Lineage (defaults describe memories stored before it existed).
+    merged_from: list[MergeSource] = []
+    # Content hashes of texts this memory's text replaced (its id stays derived
+    # from the first text's hash).
+    supersedes: list[str] = []
+    # Times the fact was seen: 1 when accepted, +1 for each merge or skip into it.
+    seen_count: int = 1
+    first_seen_at: datetime | None = None
+    last_seen_at: datetime | None = None
 
 
 class RecordPosition(BaseModel):
@@ -200,6 +221,10 @@ class MemoryDecisionEvent(BaseModel):
     # that could not run are listed; such memories are re-checked later.
     degraded: bool = False
     skipped_checks: list[CheckName] = []
+    # Merges only: the namespace's merge policy, and the policy applied instead
+    # when it failed (synthesize falls back to replace_with_newer).
+    merge_policy: MergePolicy | None = None
+    merge_fallback: MergePolicy | None = None
 
 
 class DeadLetterCode(StrEnum):

@@ -14,8 +14,19 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import numpy as np
+import structlog
 
 from consumer.engine.guards import check_pair
+from consumer.engine.merge import (
+    MergeFailed,
+    Merger,
+    MergeText,
+    TextChoice,
+    fold,
+    newer_text,
+    policy_text,
+    seen_again,
+)
 from consumer.engine.models import (
     BatchPlan,
     Candidate,
@@ -32,7 +43,9 @@ from consumer.engine.recent import RecentCache, RecentEntry, ScopedHash
 from consumer.engine.thresholds import Bands, ThresholdPolicy
 from consumer.errors import EmbedderUnavailable
 from consumer.typing import Embedder, MemoryStore
-from schemas import CheckName, Decision, DecisionReason
+from schemas import CheckName, Decision, DecisionReason, MergePolicy
+
+log = structlog.get_logger(__name__)
 
 
 def _utcnow() -> datetime:
@@ -78,11 +91,15 @@ class DedupEngine:
         search_limit: int = 5,
         guards: bool = True,
         decide_without_model: bool = False,
+        merger: Merger | None = None,
         clock: Callable[[], datetime] = _utcnow,
     ) -> None:
         """`decide_without_model`: when the model fails, decide with exact and
         recent only and accept the rest as degraded (their memories are embedded
-        once the model is back) instead of waiting for it."""
+        once the model is back) instead of waiting for it. `merger`: writes the
+        text of merges in namespaces whose merge policy is `synthesize` (without
+        one, those merges fall back to replace_with_newer)."""
+        self._merger = merger
         self._store = store
         self._embedder = embedder
         self._policy = policy
@@ -162,8 +179,20 @@ class DedupEngine:
         bands = self._policy.bands_for(outcome.candidate.event.namespace)
         decision, threshold = bands.classify(winner.score)
         memory = winner.memory
+        policy: MergePolicy | None = None
+        fallback: MergePolicy | None = None
         if decision is Decision.MERGED:
-            memory = self._merged(winner.memory, outcome.candidate, self._clock())
+            # Synchronous, rare path: no merger call and no model call here. A
+            # synthesize policy falls back to replace_with_newer, and a combined
+            # text (keep_higher_importance) keeps the winner's vector.
+            policy = bands.merge_policy
+            candidate = outcome.candidate
+            text: TextChoice | None
+            if policy == "synthesize":
+                text, fallback = newer_text(candidate, outcome.memory.vector), "replace_with_newer"
+            else:
+                text = policy_text(policy, winner.memory, candidate, outcome.memory.vector)
+            memory = fold(winner.memory, candidate, self._clock(), text)
         return replace(
             outcome,
             decision=decision,
@@ -172,6 +201,8 @@ class DedupEngine:
             similarity=winner.score,
             threshold=threshold,
             superseded_memory_id=outcome.memory.memory_id,
+            merge_policy=policy,
+            merge_fallback=fallback,
         )
 
     def fail_open(self, candidate: Candidate, skipped: tuple[CheckName, ...]) -> Outcome:
@@ -193,6 +224,8 @@ class DedupEngine:
             origin_event_id=event.event_id,
             created_at=now,
             updated_at=now,
+            first_seen_at=now,
+            last_seen_at=now,
         )
         checks = (CheckRun(CheckName.RECENT, entry is not None, 0.0),)
         if entry is None:
@@ -326,7 +359,7 @@ class DedupEngine:
                 veto=veto,
             )
         if chosen is not None and decision is Decision.MERGED:
-            return self._merge(candidate, state, chosen, threshold, checks, veto)
+            return await self._merge(candidate, state, chosen, threshold, checks, bands, veto)
         return self._accept(candidate, state, checks, veto)
 
     def _first_allowed(
@@ -374,31 +407,38 @@ class DedupEngine:
         threshold: float | None = None,
         veto: GuardHit | None = None,
     ) -> Outcome:
-        """`memory` is the matched memory as it stands now (overlay first)."""
+        """`memory` is the matched memory as it stands now (overlay first). The
+        skip keeps its text and bumps its `seen_count` and `last_seen_at`: the
+        matched memory is written with the batch."""
+        now = self._clock()
+        seen = seen_again(memory, now)
+        state.plan.writes[seen.memory_id] = seen
         state.staged_recent[candidate.scoped_hash] = memory.memory_id
         return Outcome(
             candidate=candidate,
             decision=Decision.SKIPPED,
             reason=reason,
-            memory=replace(memory),
+            memory=replace(seen),
             similarity=similarity,
             threshold=threshold,
             checks=tuple(checks),
-            decided_at=self._clock(),
+            decided_at=now,
             guard=veto,
         )
 
-    def _merge(
+    async def _merge(
         self,
         candidate: Candidate,
         state: _BatchState,
         best: ScoredMemory,
         threshold: float | None,
         checks: list[CheckRun],
+        bands: Bands,
         veto: GuardHit | None = None,
     ) -> Outcome:
         now = self._clock()
-        merged = self._merged(best.memory, candidate, now)
+        policy = bands.merge_policy
+        merged, fallback = await self._merged(policy, best.memory, candidate, now, state)
         state.plan.writes[merged.memory_id] = merged
         state.staged_recent[candidate.scoped_hash] = merged.memory_id
         return Outcome(
@@ -411,6 +451,8 @@ class DedupEngine:
             checks=tuple(checks),
             decided_at=now,
             guard=veto,
+            merge_policy=policy,
+            merge_fallback=fallback,
         )
 
     async def _embed_pending(self, partition: int, state: _BatchState) -> None:
@@ -439,19 +481,49 @@ class DedupEngine:
             state.plan.writes[memory.memory_id] = replace(current, vector=[float(x) for x in row])
             state.new_in_scope.setdefault(memory.scope, []).append(memory.memory_id)
 
-    @staticmethod
-    def _merged(target: MemoryRecord, candidate: Candidate, now: datetime) -> MemoryRecord:
-        """Keep the existing text; union topics and entities; keep the higher
-        importance; remember which events were folded in."""
-        event = candidate.event
-        return replace(
-            target,
-            importance=max(target.importance, event.importance),
-            topics=_union(target.topics, event.topics),
-            entities=_union(target.entities, event.entities),
-            merged_event_ids=_union(target.merged_event_ids, [event.event_id]),
-            updated_at=now,
-        )
+    async def _merged(
+        self,
+        policy: MergePolicy,
+        target: MemoryRecord,
+        candidate: Candidate,
+        now: datetime,
+        state: _BatchState,
+    ) -> tuple[MemoryRecord, MergePolicy | None]:
+        """`target` with `candidate` folded in by the namespace's merge policy
+        (consumer.engine.merge), and the policy fallen back to, if any."""
+        vector = state.vectors.get(candidate.normalized)
+        fallback: MergePolicy | None = None
+        text: TextChoice | None
+        if policy == "synthesize":
+            try:
+                if self._merger is None:
+                    raise MergeFailed("no merger configured")
+                older = MergeText(target.content, target.last_seen_at or target.updated_at)
+                newer = MergeText(candidate.event.content.strip(), candidate.occurred_at)
+                content = await self._merger.merge(older, newer)
+                text = TextChoice(content, normalize_content(content), None)
+            except MergeFailed as exc:
+                log.warning(
+                    "merge_fallback",
+                    event_id=candidate.event.event_id,
+                    memory_id=target.memory_id,
+                    policy=policy,
+                    fallback="replace_with_newer",
+                    error=str(exc),
+                )
+                text, fallback = newer_text(candidate, vector), "replace_with_newer"
+        else:
+            text = policy_text(policy, target, candidate, vector)
+        if text is not None and text.vector is None:
+            text = replace(text, vector=await self._vector_of(text.normalized, state))
+        return fold(target, candidate, now, text), fallback
+
+    async def _vector_of(self, normalized: str, state: _BatchState) -> list[float]:
+        """The vector of a text a merge wrote (combined or synthesized)."""
+        if normalized not in state.vectors:
+            [row] = await self._embedder.embed([normalized])
+            state.vectors[normalized] = [float(x) for x in row]
+        return state.vectors[normalized]
 
     def _accept(
         self,
@@ -477,6 +549,8 @@ class DedupEngine:
             created_at=now,
             updated_at=now,
             vector=state.vectors.get(candidate.normalized),
+            first_seen_at=now,
+            last_seen_at=now,
         )
         state.plan.writes[memory.memory_id] = memory
         if memory.vector is not None:

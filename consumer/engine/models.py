@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from consumer.engine.guards import GuardVeto
-from schemas import CheckName, Decision, DecisionReason, MemoryExtracted
+from schemas import CheckName, Decision, DecisionReason, MemoryExtracted, MergePolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,10 +41,28 @@ class MemoryRecord:
     created_at: datetime
     updated_at: datetime
     vector: list[float] | None = None
+    # Lineage. `merged_from`: what was folded in (event id and the memory id that
+    # event's text would have had); `supersedes`: content hashes this memory's text
+    # replaced (the id stays derived from the first text's hash).
+    merged_from: list[MergeSource] = field(default_factory=list)
+    supersedes: list[str] = field(default_factory=list)
+    # How often the fact was seen (accepted once, then each merge or skip into it).
+    seen_count: int = 1
+    # None only on records built before lineage existed; the codec fills them in.
+    first_seen_at: datetime | None = None
+    last_seen_at: datetime | None = None
 
     @property
     def scope(self) -> Scope:
         return Scope(self.tenant_id, self.namespace)
+
+
+@dataclass(frozen=True, slots=True)
+class MergeSource:
+    """One event folded into a memory, and the memory id its own text maps to."""
+
+    event_id: str
+    memory_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +150,10 @@ class Outcome:
     superseded_memory_id: str | None = None
     # Checks that could not run (degraded mode); empty when all ran.
     skipped_checks: tuple[CheckName, ...] = ()
+    # Merges only: the namespace's merge policy, and the policy actually applied
+    # when it failed (synthesize falls back to replace_with_newer).
+    merge_policy: MergePolicy | None = None
+    merge_fallback: MergePolicy | None = None
 
 
 @dataclass(slots=True)

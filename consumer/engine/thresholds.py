@@ -5,13 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from schemas import Decision
+from consumer.engine.merge import MERGE_POLICIES
+from schemas import Decision, MergePolicy
 
 
 @dataclass(frozen=True, slots=True)
 class Bands:
     duplicate_threshold: float
     merge_threshold: float
+    # What a merge does to the text (consumer.engine.merge); skips never change it.
+    merge_policy: MergePolicy = "keep_existing"
 
     def __post_init__(self) -> None:
         for name in ("duplicate_threshold", "merge_threshold"):
@@ -20,6 +23,8 @@ class Bands:
                 raise ValueError(f"{name} must be within 0..1, got {value}")
         if self.merge_threshold > self.duplicate_threshold:
             raise ValueError("merge_threshold must be <= duplicate_threshold")
+        if self.merge_policy not in MERGE_POLICIES:
+            raise ValueError(f"unknown merge_policy {self.merge_policy!r}")
 
     def classify(self, similarity: float) -> tuple[Decision, float | None]:
         """The decision for a best match of this similarity, and the threshold that

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from consumer.engine.models import DecisionRecord, MemoryRecord
+from consumer.engine.models import DecisionRecord, MemoryRecord, MergeSource
 from schemas import Decision
 
 KIND_FIELD: Final = "kind"
@@ -49,6 +49,13 @@ def memory_payload(memory: MemoryRecord) -> dict[str, Any]:
         "origin_event_id": memory.origin_event_id,
         "created_at": memory.created_at.isoformat(),
         "updated_at": memory.updated_at.isoformat(),
+        "merged_from": [
+            {"event_id": s.event_id, "memory_id": s.memory_id} for s in memory.merged_from
+        ],
+        "supersedes": list(memory.supersedes),
+        "seen_count": memory.seen_count,
+        "first_seen_at": (memory.first_seen_at or memory.created_at).isoformat(),
+        "last_seen_at": (memory.last_seen_at or memory.updated_at).isoformat(),
     }
 
 
@@ -57,6 +64,12 @@ def memory_from_payload(
 ) -> MemoryRecord:
     if payload.get(KIND_FIELD) == PENDING_KIND:
         vector = None
+    created_at = datetime.fromisoformat(payload["created_at"])
+    updated_at = datetime.fromisoformat(payload["updated_at"])
+    merged_event_ids = list(payload["merged_event_ids"])
+    # Payloads stored before lineage existed: seen once plus once per merge.
+    first_seen = payload.get("first_seen_at")
+    last_seen = payload.get("last_seen_at")
     return MemoryRecord(
         memory_id=memory_id,
         tenant_id=payload[TENANT_FIELD],
@@ -66,11 +79,19 @@ def memory_from_payload(
         importance=float(payload["importance"]),
         topics=list(payload["topics"]),
         entities=list(payload["entities"]),
-        merged_event_ids=list(payload["merged_event_ids"]),
+        merged_event_ids=merged_event_ids,
         origin_event_id=payload["origin_event_id"],
-        created_at=datetime.fromisoformat(payload["created_at"]),
-        updated_at=datetime.fromisoformat(payload["updated_at"]),
+        created_at=created_at,
+        updated_at=updated_at,
         vector=vector,
+        merged_from=[
+            MergeSource(str(s["event_id"]), str(s["memory_id"]))
+            for s in payload.get("merged_from", [])
+        ],
+        supersedes=list(payload.get("supersedes", [])),
+        seen_count=int(payload.get("seen_count", 1 + len(merged_event_ids))),
+        first_seen_at=datetime.fromisoformat(first_seen) if first_seen else created_at,
+        last_seen_at=datetime.fromisoformat(last_seen) if last_seen else updated_at,
     )
 
 
@@ -101,9 +122,32 @@ def decision_from_payload(payload: dict[str, Any]) -> DecisionRecord:
     )
 
 
+_PLACEHOLDERS: dict[int, list[float]] = {}
+_PLACEHOLDER_B64: dict[int, str] = {}
+
+
 def placeholder_vector(dimension: int) -> list[float]:
-    """Decision records need a vector; searches filter them out by kind."""
-    return [1.0] + [0.0] * (dimension - 1)
+    """Decision records need a vector; searches filter them out by kind.
+
+    One shared list per dimension (built once): callers must not mutate it."""
+    vector = _PLACEHOLDERS.get(dimension)
+    if vector is None:
+        vector = _PLACEHOLDERS[dimension] = [1.0] + [0.0] * (dimension - 1)
+    return vector
+
+
+def _packed_vector(vector: list[float]) -> str:
+    """Base64 of the little-endian float32 vector; the placeholder's is cached."""
+    if _PLACEHOLDERS.get(len(vector)) is vector:
+        cached = _PLACEHOLDER_B64.get(len(vector))
+        if cached is None:
+            cached = _PLACEHOLDER_B64[len(vector)] = _b64_f32(vector)
+        return cached
+    return _b64_f32(vector)
+
+
+def _b64_f32(vector: list[float]) -> str:
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,10 +159,9 @@ class RawPoint:
     payload: dict[str, Any]
 
     def to_bytes(self) -> bytes:
-        packed = np.asarray(self.vector, dtype="<f4").tobytes()
         document = {
             "id": self.point_id,
-            "vector": base64.b64encode(packed).decode(),
+            "vector": _packed_vector(self.vector),
             "payload": self.payload,
         }
         return json.dumps(document, separators=(",", ":")).encode()

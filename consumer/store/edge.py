@@ -63,8 +63,16 @@ class EdgeMemoryStore:
         self._topic = topic
         self._dimension = 0
         self._shards: dict[int, Any] = {}
+        # Search results carry vectors only from this score up (None below it).
+        self._vectors_from_score = float("-inf")
         # One thread: shard calls are serialised and never block the event loop.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="edge-store")
+
+    def fetch_vectors_from(self, score: float) -> None:
+        """Search results below `score` come without their vector. Set it to the
+        lowest score that can make a match a merge target (whose vector is written
+        back); a match without a vector must never be written."""
+        self._vectors_from_score = score
 
     def shard_path(self, partition: int) -> Path:
         return self._root / f"{self._topic}-{partition}"
@@ -145,19 +153,32 @@ class EdgeMemoryStore:
                         query.scope.tenant_id, query.scope.namespace, codec.MEMORY_KIND
                     ),
                     with_payload=True,
-                    with_vector=True,
+                    with_vector=False,
                     # No background indexing in the embedded engine: exact search
                     # over the payload-indexed scope is fast and always right.
                     params=SearchParams(exact=True),
                 )
                 for query in queries
             ]
-            batches = self._shard(partition).query_batch(QueryBatchRequest(requests))
+            shard = self._shard(partition)
+            batches = shard.query_batch(QueryBatchRequest(requests))
+            # Vectors only for the matches that may be written back (merge targets):
+            # converting 5 x 384 floats per query costs more than one retrieve.
+            wanted = {
+                str(point.id)
+                for points in batches
+                for point in points
+                if point.score >= self._vectors_from_score
+            }
+            vectors: dict[str, list[float]] = {}
+            if wanted:
+                for record in shard.retrieve(list(wanted), with_payload=False, with_vector=True):
+                    vectors[str(record.id)] = list(record.vector or [])
             return [
                 [
                     ScoredMemory(
                         codec.memory_from_payload(
-                            str(point.id), point.payload or {}, list(point.vector or [])
+                            str(point.id), point.payload or {}, vectors.get(str(point.id))
                         ),
                         float(point.score),
                     )
@@ -199,20 +220,30 @@ class EdgeMemoryStore:
     ) -> None:
         """Upsert points, and the changelog position they bring the shard to, in one
         operation: the position never runs ahead of the data."""
-        batch = [Point(p.point_id, p.vector, p.payload) for p in points]
-        if changelog_offset is not None:
-            meta = codec.meta_point(partition, changelog_offset, self._dimension)
-            batch.append(Point(meta.point_id, meta.vector, meta.payload))
-        if not batch:
+        if not points and changelog_offset is None:
             return
+        extra = (
+            [codec.meta_point(partition, changelog_offset, self._dimension)]
+            if changelog_offset is not None
+            else []
+        )
 
-        def apply() -> None:
+        def apply() -> Exception | None:
+            # Built in the store thread (the engine's payload conversion is slow):
+            # the event loop meanwhile serves the broker and other partitions.
+            try:
+                batch = [Point(p.point_id, p.vector, p.payload) for p in [*points, *extra]]
+            except Exception as exc:  # a bad point is a bug, not the store being down
+                return exc
             shard = self._shard(partition)
             shard.update(UpdateOperation.upsert_points(batch))
             # Durable before the offsets that produced it are committed.
             shard.flush()
+            return None
 
-        await self._run(apply)
+        invalid = await self._run(apply)
+        if invalid is not None:
+            raise invalid
 
     async def pending_memories(self, partition: int, limit: int) -> list[MemoryRecord]:
         def read() -> list[MemoryRecord]:

@@ -116,7 +116,9 @@ async def test_exact_repeat_from_earlier_batch_skips_without_model(
     assert outcome.memory.memory_id == first.memory.memory_id
     assert outcome.memory.content == BASE
     assert outcome.similarity is None
-    assert plan.writes == {}
+    # The skip bumps the matched memory's counters: it is written again.
+    assert list(plan.writes) == [first.memory.memory_id]
+    assert plan.writes[first.memory.memory_id].seen_count == 2
     assert len(embedder.calls) == calls_before
     assert checks_of(outcome) == {CheckName.EXACT: True}
 
@@ -163,7 +165,9 @@ async def test_semantic_duplicate_is_skipped(
     assert outcome.threshold == DEFAULT_BANDS.duplicate_threshold
     assert outcome.memory.memory_id == first.memory.memory_id
     assert outcome.memory.content == BASE
-    assert plan.writes == {}
+    # The skip bumps the matched memory's counters: it is written again.
+    assert list(plan.writes) == [first.memory.memory_id]
+    assert plan.writes[first.memory.memory_id].seen_count == 2
     semantic = next(c for c in outcome.checks if c.name is CheckName.SEMANTIC)
     assert semantic.hit is True
     assert semantic.score == pytest.approx(0.95, abs=1e-4)

@@ -1,0 +1,240 @@
+"""Merge policies: what a merge does to the memory it folds a new event into.
+
+Every policy unions topics, entities and lineage, keeps the higher importance and
+bumps `seen_count`/`last_seen_at`; they differ in which text the memory keeps:
+
+- keep_existing (default): the stored text.
+- replace_with_newer: the new event's text (seed 001, upper band).
+- keep_higher_importance: the text of the more important one; on equal
+  importance both, as "older; newer" (seed 000).
+- synthesize: a text written by a `Merger` (an LLM); when it fails, the policy
+  falls back to replace_with_newer and the decision says so.
+
+A memory keeps its id when its text changes: the id stays derived from the hash
+of the first text, `content_hash` becomes the new text's hash and the replaced
+hash is appended to `supersedes`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Final, Protocol, get_args
+
+import httpx
+
+from consumer.engine.models import Candidate, MemoryRecord, MergeSource
+from consumer.engine.normalize import content_hash, normalize_content
+from schemas.events import MAX_CONTENT_CHARS, MergePolicy
+
+if TYPE_CHECKING:
+    from consumer.settings import DedupSettings, MergerSettings
+
+MergePolicyName = MergePolicy
+MERGE_POLICIES: Final[tuple[str, ...]] = get_args(MergePolicyName)
+DEFAULT_MERGE_POLICY: Final[MergePolicyName] = "keep_existing"
+# Separator of two texts combined by keep_higher_importance on equal importance.
+COMBINE_SEPARATOR: Final = "; "
+
+
+class MergeFailed(Exception):
+    """The merger could not produce a text; the caller falls back."""
+
+
+@dataclass(frozen=True, slots=True)
+class MergeText:
+    """One side of a synthesized merge."""
+
+    content: str
+    recorded_at: datetime
+
+
+class Merger(Protocol):
+    """Writes one memory text from two (older: the stored memory, newer: the event)."""
+
+    async def merge(self, older: MergeText, newer: MergeText) -> str: ...
+
+
+MERGE_PROMPT: Final = """You are merging two similar memories about the same topic.
+Synthesize them into a single, comprehensive memory.
+
+Rules:
+- Combine all distinct information from both
+- If there's conflicting information, prefer the NEWER memory
+- Keep the result concise but complete
+- Preserve the user attribution if present
+
+OLDER memory (recorded {timestamp_a}):
+{content_a}
+
+NEWER memory (recorded {timestamp_b}):
+{content_b}
+
+Return only the merged memory text, nothing else."""
+
+
+class HttpMerger:
+    """A Merger over an OpenAI-compatible chat completions endpoint
+    (`POST {base_url}/chat/completions`)."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout_s: float = 10.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._model = model
+        self._timeout_s = timeout_s
+        self._transport = transport
+
+    @classmethod
+    def from_settings(cls, merger: MergerSettings) -> HttpMerger:
+        """The API key is read from the environment variable the settings name."""
+        assert merger.base_url, "merger.base_url is required"
+        return cls(
+            base_url=merger.base_url,
+            model=merger.model,
+            api_key=os.environ.get(merger.api_key_env) or None,
+            timeout_s=merger.timeout_s,
+        )
+
+    async def merge(self, older: MergeText, newer: MergeText) -> str:
+        prompt = MERGE_PROMPT.format(
+            timestamp_a=older.recorded_at.isoformat(),
+            content_a=older.content,
+            timestamp_b=newer.recorded_at.isoformat(),
+            content_b=newer.content,
+        )
+        body = {
+            "model": self._model,
+            "messages": [{"role": "user", "content": prompt}],
+            "temperature": 0,
+        }
+        try:
+            # A client per call: merges are rare next to the model call they cost.
+            async with httpx.AsyncClient(
+                timeout=self._timeout_s, transport=self._transport
+            ) as client:
+                response = await client.post(self._url, json=body, headers=self._headers)
+            response.raise_for_status()
+            text = response.json()["choices"][0]["message"]["content"]
+        except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
+            raise MergeFailed(f"{type(exc).__name__}: {exc}") from exc
+        if not isinstance(text, str):
+            raise MergeFailed("the completion holds no text")
+        text = text.strip()
+        normalized = normalize_content(text)
+        if not normalized:
+            raise MergeFailed("the merged text is empty")
+        if len(normalized) > MAX_CONTENT_CHARS:
+            raise MergeFailed(f"the merged text is longer than {MAX_CONTENT_CHARS} characters")
+        return text
+
+
+def build_merger(dedup: DedupSettings) -> Merger | None:
+    """The merger of the `synthesize` policy, when a namespace uses it."""
+    if not dedup.uses_merger:
+        return None
+    return HttpMerger.from_settings(dedup.merger)
+
+
+@dataclass(frozen=True, slots=True)
+class TextChoice:
+    """The text a policy keeps. `vector` is None when the text needs embedding."""
+
+    content: str
+    normalized: str
+    vector: list[float] | None
+
+
+def fold(
+    target: MemoryRecord,
+    candidate: Candidate,
+    now: datetime,
+    text: TextChoice | None = None,
+) -> MemoryRecord:
+    """`target` with `candidate` folded in; with `text`, that text replaces its own."""
+    event = candidate.event
+    source = MergeSource(event.event_id, candidate.memory_id)
+    merged = replace(
+        target,
+        importance=max(target.importance, event.importance),
+        topics=_union(target.topics, event.topics),
+        entities=_union(target.entities, event.entities),
+        merged_event_ids=_union(target.merged_event_ids, [event.event_id]),
+        merged_from=[*target.merged_from, source]
+        if source not in target.merged_from
+        else list(target.merged_from),
+        seen_count=target.seen_count + 1,
+        first_seen_at=target.first_seen_at or target.created_at,
+        last_seen_at=now,
+        updated_at=now,
+    )
+    if text is None:
+        return merged
+    new_hash = content_hash(text.normalized)
+    if new_hash == target.content_hash:
+        return merged
+    return replace(
+        merged,
+        content=text.content,
+        content_hash=new_hash,
+        supersedes=_union(target.supersedes, [target.content_hash]),
+        vector=text.vector if text.vector is not None else target.vector,
+    )
+
+
+def seen_again(target: MemoryRecord, now: datetime) -> MemoryRecord:
+    """A skipped duplicate: the matched memory was seen once more."""
+    return replace(
+        target,
+        seen_count=target.seen_count + 1,
+        first_seen_at=target.first_seen_at or target.created_at,
+        last_seen_at=now,
+    )
+
+
+def newer_text(candidate: Candidate, vector: list[float] | None) -> TextChoice:
+    return TextChoice(candidate.event.content.strip(), candidate.normalized, vector)
+
+
+def policy_text(
+    policy: str, target: MemoryRecord, candidate: Candidate, vector: list[float] | None
+) -> TextChoice | None:
+    """The text a deterministic policy keeps (None: the existing one). Not for
+    synthesize, which needs the merger. A combined text comes without a vector."""
+    if policy == "replace_with_newer":
+        return newer_text(candidate, vector)
+    if policy == "keep_higher_importance":
+        importance = candidate.event.importance
+        if importance > target.importance:
+            return newer_text(candidate, vector)
+        if importance < target.importance:
+            return None
+        return combined_text(target, candidate)
+    return None
+
+
+def combined_text(target: MemoryRecord, candidate: Candidate) -> TextChoice | None:
+    """ "older; newer", unless the newer text is already part of the older one or
+    the result would exceed the content limit (then the existing text stays)."""
+    older = normalize_content(target.content)
+    if candidate.normalized in older:
+        return None
+    content = (
+        target.content.rstrip().rstrip(";") + COMBINE_SEPARATOR + candidate.event.content.strip()
+    )
+    normalized = normalize_content(content)
+    if len(normalized) > MAX_CONTENT_CHARS:
+        return None
+    return TextChoice(content, normalized, None)
+
+
+def _union(first: list[str], second: list[str]) -> list[str]:
+    return list(dict.fromkeys([*first, *second]))

@@ -1,0 +1,87 @@
+"""Edge search returns vectors only for matches that may be written back."""
+
+from __future__ import annotations
+
+from consumer.app import lowest_band
+from consumer.engine.models import MemoryRecord, Scope, SimilarityQuery
+from consumer.engine.thresholds import Bands, ThresholdPolicy
+from consumer.store.edge import EdgeMemoryStore
+from schemas import Decision
+
+from .conftest import EngineFactory
+from .helpers import (
+    DEFAULT_BANDS,
+    FIXED_NOW,
+    FakeEmbedder,
+    base_vector,
+    make_candidate,
+    unit_vector,
+)
+
+
+def memory(memory_id: str, vector: list[float]) -> MemoryRecord:
+    return MemoryRecord(
+        memory_id=memory_id,
+        tenant_id="tenant-a",
+        namespace="prefs",
+        content=f"text {memory_id}",
+        content_hash=memory_id[-8:] * 8,
+        importance=0.5,
+        topics=[],
+        entities=[],
+        merged_event_ids=[],
+        origin_event_id="e0",
+        created_at=FIXED_NOW,
+        updated_at=FIXED_NOW,
+        vector=vector,
+    )
+
+
+NEAR = "00000000-0000-5000-8000-000000000001"
+FAR = "00000000-0000-5000-8000-000000000002"
+
+
+async def test_vectors_only_from_the_configured_score(store: EdgeMemoryStore) -> None:
+    near = [float(x) for x in unit_vector(0.85, axis=1)]
+    far = [float(x) for x in unit_vector(0.5, axis=2)]
+    await store.write(0, [memory(NEAR, near), memory(FAR, far)], [])
+    query = SimilarityQuery(Scope("tenant-a", "prefs"), [float(x) for x in base_vector()], 5)
+
+    [every] = await store.search(0, [query])
+    assert {m.memory.memory_id: m.memory.vector is not None for m in every} == {
+        NEAR: True,
+        FAR: True,
+    }
+
+    store.fetch_vectors_from(0.8)
+    [found] = await store.search(0, [query])
+    by_id = {m.memory.memory_id: m for m in found}
+    assert by_id[NEAR].memory.vector == near
+    assert by_id[FAR].memory.vector is None
+    assert [m.score for m in found] == [m.score for m in every]
+
+
+def test_lowest_band_covers_every_namespace() -> None:
+    policy = ThresholdPolicy(default=Bands(0.96, 0.84), per_namespace={"notes": Bands(0.97, 0.80)})
+    assert 0.80 - 1e-5 < lowest_band(policy) < 0.80
+
+
+async def test_a_merge_keeps_the_target_vector_when_search_omits_vectors(
+    make_engine: EngineFactory, embedder: FakeEmbedder, store: EdgeMemoryStore
+) -> None:
+    store.fetch_vectors_from(lowest_band(ThresholdPolicy(default=DEFAULT_BANDS)))
+    engine = make_engine()
+    base = "The user prefers dark mode"
+    close = "The user prefers a dark theme in the editor"
+    embedder.set(base, base_vector())
+    embedder.set(close, unit_vector(0.85, axis=2))
+    first = await engine.decide(0, [make_candidate(event_id="e1", content=base, offset=0)])
+    await store.write(0, list(first.writes.values()), [])
+    engine.commit(first)
+    plan = await engine.decide(0, [make_candidate(event_id="e2", content=close, offset=1)])
+    [outcome] = plan.outcomes
+    assert outcome.decision is Decision.MERGED
+    await store.write(0, list(plan.writes.values()), [])
+    stored = await store.get_memories(0, [outcome.memory.memory_id])
+    assert stored[outcome.memory.memory_id].vector == [float(x) for x in base_vector()]
+    assert await store.count_memories(0) == 1

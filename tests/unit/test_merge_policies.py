@@ -1,0 +1,423 @@
+"""Merge policies and lineage: DedupEngine against the embedded store with a fake
+embedder, and the HTTP merger against a server on loopback."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from consumer.app import threshold_policy
+from consumer.engine.dedup import DedupEngine
+from consumer.engine.merge import HttpMerger, MergeFailed, MergeText, build_merger
+from consumer.engine.models import Candidate, MemoryRecord, MergeSource, Outcome
+from consumer.engine.normalize import content_hash, normalize_content
+from consumer.engine.thresholds import Bands, ThresholdPolicy
+from consumer.pipeline import build_decision_event
+from consumer.settings import ConfigError, load_settings
+from consumer.store import codec
+from consumer.store.edge import EdgeMemoryStore
+from schemas import Decision, MergePolicy
+
+from .conftest import EngineFactory
+from .helpers import FIXED_NOW, FakeEmbedder, base_vector, make_candidate, unit_vector
+
+BASE = "The user prefers dark mode"
+NEAR = "User likes dark themes"  # 0.95 with BASE: duplicate band
+CLOSE = "The user prefers a dark theme in the editor"  # 0.85: merge band
+CLOSE_2 = "Dark mode is what the user prefers in every app"  # 0.82: merge band
+
+
+@pytest.fixture
+def vectors(embedder: FakeEmbedder) -> FakeEmbedder:
+    embedder.set(BASE, base_vector())
+    embedder.set(NEAR, unit_vector(0.95, axis=1))
+    embedder.set(CLOSE, unit_vector(0.85, axis=2))
+    embedder.set(CLOSE_2, unit_vector(0.82, axis=3))
+    return embedder
+
+
+def engine_with(make_engine: EngineFactory, policy: MergePolicy, **kwargs: Any) -> DedupEngine:
+    bands = Bands(duplicate_threshold=0.90, merge_threshold=0.80, merge_policy=policy)
+    engine = make_engine(policy=ThresholdPolicy(default=bands))
+    for name, value in kwargs.items():
+        setattr(engine, f"_{name}", value)
+    return engine
+
+
+def cand(event_id: str, content: str, offset: int = 0, **extra: Any) -> Candidate:
+    return make_candidate(event_id=event_id, content=content, offset=offset, **extra)
+
+
+async def run(store: EdgeMemoryStore, engine: DedupEngine, *candidates: Candidate) -> list[Outcome]:
+    plan = await engine.decide(0, list(candidates))
+    await store.write(0, list(plan.writes.values()), [])
+    engine.commit(plan)
+    return plan.outcomes
+
+
+async def stored(store: EdgeMemoryStore, memory_id: str) -> MemoryRecord:
+    return (await store.get_memories(0, [memory_id]))[memory_id]
+
+
+# keep_existing (the default) ------------------------------------------------------
+
+
+async def test_keep_existing_keeps_text_and_records_lineage(
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: EdgeMemoryStore
+) -> None:
+    engine = make_engine()  # default bands: keep_existing
+    [first] = await run(store, engine, cand("e1", BASE, importance=0.3, topics=["ui"]))
+    assert first.memory.seen_count == 1
+    assert first.memory.first_seen_at == first.memory.last_seen_at == FIXED_NOW
+    second = cand("e2", CLOSE, 1, importance=0.7, topics=["editor"])
+    [merged] = await run(store, engine, second)
+    assert merged.decision is Decision.MERGED
+    assert merged.merge_policy == "keep_existing"
+    assert merged.merge_fallback is None
+    memory = merged.memory
+    assert memory.memory_id == first.memory.memory_id
+    assert memory.content == BASE
+    assert memory.content_hash == first.memory.content_hash
+    assert memory.importance == 0.7
+    assert memory.topics == ["ui", "editor"]
+    assert memory.merged_event_ids == ["e2"]
+    assert memory.merged_from == [MergeSource("e2", second.memory_id)]
+    assert memory.supersedes == []
+    assert memory.seen_count == 2
+    reloaded = await stored(store, memory.memory_id)
+    assert reloaded.merged_from == memory.merged_from
+    assert reloaded.seen_count == 2
+    assert reloaded.vector is not None
+
+
+# replace_with_newer -----------------------------------------------------------------
+
+
+async def test_replace_with_newer_keeps_id_and_stores_new_text_and_hash(
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: EdgeMemoryStore
+) -> None:
+    engine = engine_with(make_engine, "replace_with_newer")
+    [first] = await run(store, engine, cand("e1", BASE))
+    newer = cand("e2", CLOSE + ".", 1)
+    [merged] = await run(store, engine, newer)
+    memory = merged.memory
+    assert merged.decision is Decision.MERGED
+    assert merged.merge_policy == "replace_with_newer"
+    assert memory.memory_id == first.memory.memory_id
+    assert memory.content == CLOSE + "."
+    assert memory.content_hash == newer.content_hash
+    assert memory.supersedes == [first.memory.content_hash]
+    assert memory.vector is not None
+    assert float(np.dot(memory.vector, unit_vector(0.85, axis=2))) == pytest.approx(1.0, abs=1e-5)
+    reloaded = await stored(store, memory.memory_id)
+    assert (reloaded.content, reloaded.content_hash) == (memory.content, memory.content_hash)
+
+    # A fresh consumer (no recent cache): the new text has no point of its own,
+    # so its repeat is found by the semantic check; the old text by exact id.
+    fresh = engine_with(make_engine, "replace_with_newer")
+    again, old = await run(store, fresh, cand("e3", CLOSE, 2), cand("e4", BASE, 3))
+    assert (again.decision, again.reason.value) == (Decision.SKIPPED, "semantic")
+    assert again.memory.memory_id == first.memory.memory_id
+    assert (old.decision, old.reason.value) == (Decision.SKIPPED, "exact")
+    assert old.memory.content == CLOSE + "."
+    assert (await stored(store, memory.memory_id)).seen_count == 4
+
+
+# keep_higher_importance ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "expected"),
+    [(0.4, 0.9, CLOSE), (0.9, 0.4, BASE), (0.5, 0.5, f"{BASE}; {CLOSE}")],
+    ids=["newer-higher", "older-higher", "equal-combines"],
+)
+async def test_keep_higher_importance(
+    make_engine: EngineFactory,
+    vectors: FakeEmbedder,
+    store: EdgeMemoryStore,
+    older: float,
+    newer: float,
+    expected: str,
+) -> None:
+    engine = engine_with(make_engine, "keep_higher_importance")
+    [first] = await run(store, engine, cand("e1", BASE, importance=older, topics=["a"]))
+    [merged] = await run(store, engine, cand("e2", CLOSE, 1, importance=newer, topics=["b"]))
+    memory = merged.memory
+    assert merged.merge_policy == "keep_higher_importance"
+    assert memory.memory_id == first.memory.memory_id
+    assert memory.content == expected
+    assert memory.content_hash == content_hash(normalize_content(expected))
+    assert memory.importance == max(older, newer)
+    assert memory.topics == ["a", "b"]
+    assert memory.last_seen_at == FIXED_NOW
+    assert memory.supersedes == ([] if expected == BASE else [first.memory.content_hash])
+    if expected.startswith(f"{BASE};"):
+        # The combined text was embedded: its vector is its own.
+        assert normalize_content(expected) in vectors.texts_embedded
+        assert memory.vector != first.memory.vector
+
+
+async def test_keep_higher_importance_does_not_repeat_a_contained_text(
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: EdgeMemoryStore
+) -> None:
+    long_text = f"{CLOSE}, and {BASE.lower()}"
+    vectors.set(long_text, base_vector())
+    vectors.set(BASE, unit_vector(0.85, axis=4))
+    engine = engine_with(make_engine, "keep_higher_importance")
+    await run(store, engine, cand("e1", long_text))
+    [merged] = await run(store, engine, cand("e2", BASE, 1))
+    assert merged.decision is Decision.MERGED
+    assert merged.memory.content == long_text
+
+
+# synthesize -----------------------------------------------------------------------
+
+
+@dataclass
+class FakeMerger:
+    result: str | None = None
+    calls: list[tuple[MergeText, MergeText]] = field(default_factory=list)
+
+    async def merge(self, older: MergeText, newer: MergeText) -> str:
+        self.calls.append((older, newer))
+        if self.result is None:
+            raise MergeFailed("down")
+        return self.result
+
+
+async def test_synthesize_uses_the_merger_text_and_embeds_it(
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: EdgeMemoryStore
+) -> None:
+    merger = FakeMerger("The user prefers dark mode, including a dark editor theme")
+    engine = engine_with(make_engine, "synthesize", merger=merger)
+    [first] = await run(store, engine, cand("e1", BASE))
+    [merged] = await run(store, engine, cand("e2", CLOSE, 1))
+    [(older, newer)] = merger.calls
+    assert (older.content, newer.content) == (BASE, CLOSE)
+    assert merged.merge_policy == "synthesize"
+    assert merged.merge_fallback is None
+    assert merged.memory.content == merger.result
+    assert merged.memory.supersedes == [first.memory.content_hash]
+    assert normalize_content(merger.result or "") in vectors.texts_embedded
+
+
+@pytest.mark.parametrize("configured", [True, False], ids=["merger-fails", "no-merger"])
+async def test_synthesize_falls_back_to_replace_with_newer(
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: EdgeMemoryStore, configured: bool
+) -> None:
+    engine = engine_with(make_engine, "synthesize", merger=FakeMerger() if configured else None)
+    await run(store, engine, cand("e1", BASE))
+    [merged] = await run(store, engine, cand("e2", CLOSE, 1))
+    assert merged.decision is Decision.MERGED
+    assert merged.merge_policy == "synthesize"
+    assert merged.merge_fallback == "replace_with_newer"
+    assert merged.memory.content == CLOSE
+    event = build_decision_event(merged, "m")
+    assert (event.merge_policy, event.merge_fallback) == ("synthesize", "replace_with_newer")
+
+
+# Skips bump the counters ---------------------------------------------------------------
+
+
+async def test_skips_bump_seen_count_of_the_matched_memory(
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: EdgeMemoryStore
+) -> None:
+    engine = make_engine()
+    [first] = await run(store, engine, cand("e1", BASE))
+    # exact, recent (same text again in the batch) and semantic skips in one batch
+    outcomes = await run(
+        store, engine, cand("e2", BASE + ".", 1), cand("e3", BASE, 2), cand("e4", NEAR, 3)
+    )
+    assert [o.decision for o in outcomes] == [Decision.SKIPPED] * 3
+    assert [o.reason.value for o in outcomes] == ["exact", "exact", "semantic"]
+    assert [o.memory.seen_count for o in outcomes] == [2, 3, 4]
+    memory = await stored(store, first.memory.memory_id)
+    assert memory.seen_count == 4
+    assert memory.content == BASE
+    assert memory.merged_event_ids == []
+    # recent: a repeat of a merged text whose hash has no point of its own
+    [merged] = await run(store, engine, cand("e5", CLOSE, 4))
+    assert merged.memory.seen_count == 5
+    [recent] = await run(store, engine, cand("e6", CLOSE, 5))
+    assert recent.reason.value == "recent"
+    assert recent.memory.seen_count == 6
+    assert (await stored(store, first.memory.memory_id)).seen_count == 6
+    event = build_decision_event(recent, "m")
+    assert event.memory.seen_count == 6
+    assert event.memory.merged_from[0].event_id == "e5"
+    assert event.memory.first_seen_at == FIXED_NOW
+
+
+def test_payloads_without_lineage_still_load() -> None:
+    now = FIXED_NOW.isoformat()
+    payload = {
+        "kind": "memory",
+        "tenant_id": "t",
+        "namespace": "n",
+        "content_hash": "h",
+        "content": "c",
+        "importance": 0.5,
+        "topics": [],
+        "entities": [],
+        "merged_event_ids": ["a", "b"],
+        "origin_event_id": "e",
+        "created_at": now,
+        "updated_at": now,
+    }
+    memory = codec.memory_from_payload("m", payload, [1.0])
+    assert memory.seen_count == 3
+    assert memory.merged_from == []
+    assert memory.supersedes == []
+    assert memory.first_seen_at == memory.last_seen_at == FIXED_NOW
+    round_trip = codec.memory_from_payload("m", codec.memory_payload(memory), [1.0])
+    assert round_trip == memory
+
+
+# Settings -------------------------------------------------------------------------------
+
+
+def test_merge_policy_per_namespace_from_settings() -> None:
+    settings = load_settings(
+        dedup={
+            "merge_policy": "replace_with_newer",
+            "namespaces": {"notes": {"merge_policy": "keep_higher_importance"}},
+        }
+    )
+    policy = threshold_policy(settings)
+    assert policy.bands_for("other").merge_policy == "replace_with_newer"
+    assert policy.bands_for("notes").merge_policy == "keep_higher_importance"
+    assert build_merger(settings.dedup) is None
+    assert load_settings().dedup.merge_policy == "keep_existing"
+
+
+def test_synthesize_needs_a_merger_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ConfigError, match=r"merger\.base_url"):
+        load_settings(dedup={"namespaces": {"notes": {"merge_policy": "synthesize"}}})
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    settings = load_settings(
+        dedup={
+            "namespaces": {"notes": {"merge_policy": "synthesize"}},
+            "merger": {"base_url": "http://127.0.0.1:9/v1"},
+        }
+    )
+    assert isinstance(build_merger(settings.dedup), HttpMerger)
+    with pytest.raises(ConfigError, match="merge_policy"):
+        load_settings(dedup={"merge_policy": "newest"})
+
+
+# The HTTP merger against a server on loopback ------------------------------------------
+
+
+@dataclass
+class Completions:
+    """What the loopback server answers, and what it was asked."""
+
+    status: int = 200
+    text: str | None = "merged text"
+    delay_s: float = 0.0
+    requests: list[tuple[str, dict[str, str], dict[str, Any]]] = field(default_factory=list)
+
+
+@pytest.fixture
+def completions() -> Iterator[tuple[Completions, str]]:
+    state = Completions()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            state.requests.append((self.path, dict(self.headers), body))
+            time.sleep(state.delay_s)
+            answer = {"choices": [{"message": {"role": "assistant", "content": state.text}}]}
+            raw = json.dumps(answer).encode()
+            self.send_response(state.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state, f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+OLDER = MergeText("Lives in Paris", FIXED_NOW)
+NEWER = MergeText("Home in Paris, France", FIXED_NOW)
+
+
+async def test_http_merger_sends_the_prompt_and_returns_the_text(
+    completions: tuple[Completions, str],
+) -> None:
+    state, url = completions
+    state.text = "  Lives in Paris, France\n"
+    merger = HttpMerger(base_url=url, model="tiny", api_key="sk-1", timeout_s=5)
+    assert await merger.merge(OLDER, NEWER) == "Lives in Paris, France"
+    [(path, headers, body)] = state.requests
+    assert path == "/v1/chat/completions"
+    assert headers["Authorization"] == "Bearer sk-1"
+    assert body["model"] == "tiny"
+    prompt = body["messages"][0]["content"]
+    assert "prefer the NEWER memory" in prompt
+    assert "OLDER memory" in prompt
+    assert "Lives in Paris" in prompt
+    assert prompt.index("Lives in Paris") < prompt.index("Home in Paris, France")
+
+
+@pytest.mark.parametrize(
+    ("status", "text", "delay_s"),
+    [(500, "x", 0.0), (200, "   ", 0.0), (200, None, 0.0), (200, "late", 1.0)],
+    ids=["server-error", "empty", "no-text", "timeout"],
+)
+async def test_http_merger_failures_raise_merge_failed(
+    completions: tuple[Completions, str], status: int, text: str | None, delay_s: float
+) -> None:
+    state, url = completions
+    state.status, state.text, state.delay_s = status, text, delay_s
+    merger = HttpMerger(base_url=url, model="tiny", timeout_s=0.3)
+    with pytest.raises(MergeFailed):
+        await merger.merge(OLDER, NEWER)
+
+
+async def test_http_merger_unreachable_falls_back_in_the_engine(
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: EdgeMemoryStore, tmp_path: Path
+) -> None:
+    merger = HttpMerger(base_url="http://127.0.0.1:9/v1", model="tiny", timeout_s=0.5)
+    engine = engine_with(make_engine, "synthesize", merger=merger)
+    await run(store, engine, cand("e1", BASE))
+    [merged] = await run(store, engine, cand("e2", CLOSE, 1))
+    assert merged.merge_fallback == "replace_with_newer"
+    assert merged.memory.content == CLOSE
+
+
+async def test_engine_with_http_merger_uses_the_server_text(
+    make_engine: EngineFactory,
+    vectors: FakeEmbedder,
+    store: EdgeMemoryStore,
+    completions: tuple[Completions, str],
+) -> None:
+    state, url = completions
+    state.text = "The user prefers dark mode everywhere, editor included"
+    engine = engine_with(
+        make_engine, "synthesize", merger=HttpMerger(base_url=url, model="tiny", timeout_s=5)
+    )
+    await run(store, engine, cand("e1", BASE))
+    [merged] = await run(store, engine, cand("e2", CLOSE, 1))
+    assert merged.merge_fallback is None
+    assert merged.memory.content == state.text
+    assert len(state.requests) == 1
