@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 import structlog
@@ -56,6 +57,28 @@ def _elapsed_ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 3)
 
 
+def _new_memory(candidate: Candidate, now: datetime, *, vector: list[float] | None) -> MemoryRecord:
+    """The memory an accepted event becomes."""
+    event = candidate.event
+    return MemoryRecord(
+        memory_id=candidate.memory_id,
+        tenant_id=event.tenant_id,
+        namespace=event.namespace,
+        content=event.content.strip(),
+        content_hash=candidate.content_hash,
+        importance=event.importance,
+        topics=_union(event.topics, []),
+        entities=_union(event.entities, []),
+        merged_event_ids=[],
+        origin_event_id=event.event_id,
+        created_at=now,
+        updated_at=now,
+        vector=vector,
+        first_seen_at=now,
+        last_seen_at=now,
+    )
+
+
 def _union(first: Sequence[str], second: Sequence[str]) -> list[str]:
     """Order-preserving union, so merged lists are stable across replays."""
     return list(dict.fromkeys([*first, *second]))
@@ -75,6 +98,7 @@ class _BatchState:
     semantic_ms: float = 0.0
     # The model failed and the engine may decide without it (opt-in).
     model_down: bool = False
+    arrays: dict[tuple[str, int], Any] = field(default_factory=dict)
 
     def current(self, memory_id: str) -> MemoryRecord | None:
         return self.plan.writes.get(memory_id) or self.stored.get(memory_id)
@@ -210,23 +234,9 @@ class DedupEngine:
         else is accepted as degraded."""
         now = self._clock()
         entry = self._recent.get(candidate.scoped_hash)
-        event = candidate.event
-        memory = MemoryRecord(
-            memory_id=entry.memory_id if entry else candidate.memory_id,
-            tenant_id=event.tenant_id,
-            namespace=event.namespace,
-            content=event.content.strip(),
-            content_hash=candidate.content_hash,
-            importance=event.importance,
-            topics=_union(event.topics, []),
-            entities=_union(event.entities, []),
-            merged_event_ids=[],
-            origin_event_id=event.event_id,
-            created_at=now,
-            updated_at=now,
-            first_seen_at=now,
-            last_seen_at=now,
-        )
+        memory = _new_memory(candidate, now, vector=None)
+        if entry is not None:
+            memory = replace(memory, memory_id=entry.memory_id)
         checks = (CheckRun(CheckName.RECENT, entry is not None, 0.0),)
         if entry is None:
             self._recent.put(candidate.scoped_hash, memory.memory_id, candidate.record.partition)
@@ -285,7 +295,7 @@ class DedupEngine:
             self._maybe_pending.add(partition)
             return
         for text, row in zip(texts, matrix, strict=True):
-            state.vectors[text] = [float(x) for x in row]
+            state.vectors[text] = row.tolist()
         queries = [
             SimilarityQuery(c.scope, state.vectors[c.normalized], self._search_limit)
             for c in candidates
@@ -387,12 +397,19 @@ class DedupEngine:
         for found in state.neighbours.get(candidate.event.event_id, []):
             memory = state.current(found.memory.memory_id) or found.memory
             scored[memory.memory_id] = ScoredMemory(memory, found.score)
-        vector = np.asarray(state.vectors[candidate.normalized], dtype=np.float32)
-        for memory_id in state.new_in_scope.get(candidate.scope, []):
-            memory = state.plan.writes[memory_id]
-            assert memory.vector is not None
-            score = float(np.dot(vector, np.asarray(memory.vector, dtype=np.float32)))
-            scored[memory_id] = ScoredMemory(memory, score)
+        in_batch = state.new_in_scope.get(candidate.scope, [])
+        if in_batch:
+            vector = np.asarray(state.vectors[candidate.normalized], dtype=np.float32)
+            for memory_id in in_batch:
+                memory = state.plan.writes[memory_id]
+                assert memory.vector is not None
+                # Converted once per vector, not once per candidate that meets it (a
+                # merge that re-embeds the memory brings a new list, so a new key).
+                key = (memory_id, id(memory.vector))
+                array = state.arrays.get(key)
+                if array is None:
+                    array = state.arrays[key] = np.asarray(memory.vector, dtype=np.float32)
+                scored[memory_id] = ScoredMemory(memory, float(np.dot(vector, array)))
         return sorted(scored.values(), key=lambda m: (-m.score, m.memory.memory_id))
 
     def _skip(
@@ -478,7 +495,7 @@ class DedupEngine:
             return
         for memory, row in zip(pending, matrix, strict=True):
             current = state.plan.writes.get(memory.memory_id, memory)
-            state.plan.writes[memory.memory_id] = replace(current, vector=[float(x) for x in row])
+            state.plan.writes[memory.memory_id] = replace(current, vector=row.tolist())
             state.new_in_scope.setdefault(memory.scope, []).append(memory.memory_id)
 
     async def _merged(
@@ -522,7 +539,7 @@ class DedupEngine:
         """The vector of a text a merge wrote (combined or synthesized)."""
         if normalized not in state.vectors:
             [row] = await self._embedder.embed([normalized])
-            state.vectors[normalized] = [float(x) for x in row]
+            state.vectors[normalized] = row.tolist()
         return state.vectors[normalized]
 
     def _accept(
@@ -534,24 +551,7 @@ class DedupEngine:
         skipped: tuple[CheckName, ...] = (),
     ) -> Outcome:
         now = self._clock()
-        event = candidate.event
-        memory = MemoryRecord(
-            memory_id=candidate.memory_id,
-            tenant_id=event.tenant_id,
-            namespace=event.namespace,
-            content=event.content.strip(),
-            content_hash=candidate.content_hash,
-            importance=event.importance,
-            topics=_union(event.topics, []),
-            entities=_union(event.entities, []),
-            merged_event_ids=[],
-            origin_event_id=event.event_id,
-            created_at=now,
-            updated_at=now,
-            vector=state.vectors.get(candidate.normalized),
-            first_seen_at=now,
-            last_seen_at=now,
-        )
+        memory = _new_memory(candidate, now, vector=state.vectors.get(candidate.normalized))
         state.plan.writes[memory.memory_id] = memory
         if memory.vector is not None:
             state.new_in_scope.setdefault(candidate.scope, []).append(memory.memory_id)
