@@ -7,8 +7,9 @@ Precedence, highest first: environment, config file (`MEMDEDUP_CONFIG_FILE` or
 from __future__ import annotations
 
 import os
+import types
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal, Self, Union, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
@@ -380,3 +381,29 @@ def _explain(exc: ValidationError) -> str:
         dotted = ".".join(location) or "(top level)"
         lines.append(f"  {dotted}: {error['msg']} (set {env_name} or `{dotted}` in the file)")
     return "\n".join(lines)
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """BaseModel classes in an annotation (`X`, `X | None`); not inside a dict."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    if get_origin(annotation) in (Union, types.UnionType):
+        return [m for arg in get_args(annotation) for m in _models_in(arg)]
+    return []
+
+
+def environment_variables(
+    model: type[BaseModel] = Settings, prefix: str = "MEMDEDUP_"
+) -> dict[str, Any]:
+    """Every variable the settings read, in declaration order, with its annotation:
+    nested models joined with `__`; a dict-typed field is one variable (JSON)."""
+    names: dict[str, Any] = {}
+    for field_name, info in model.model_fields.items():
+        name = prefix + field_name.upper()
+        nested = _models_in(info.annotation)
+        if nested:
+            for sub in nested:
+                names.update(environment_variables(sub, name + "__"))
+        else:
+            names[name] = info.annotation
+    return names

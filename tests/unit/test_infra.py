@@ -6,17 +6,21 @@ from __future__ import annotations
 import json
 import os
 import re
-import types
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Union, get_args, get_origin
+from typing import Any
 
 import pytest
 import yaml
-from pydantic import BaseModel
 
 from consumer.metrics import ServiceMetrics
-from consumer.settings import ConfigError, Settings, TopicSettings, load_settings
+from consumer.settings import (
+    ConfigError,
+    Settings,
+    TopicSettings,
+    environment_variables,
+    load_settings,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 INFRA = REPO / "infra"
@@ -26,23 +30,13 @@ ENV_NAME = re.compile(r"MEMDEDUP_[A-Z0-9_]+")
 METRIC_NAME = re.compile(r"\b(?:memdedup|dedup)_[a-z0-9_]+")
 
 
-def _models_in(annotation: Any) -> list[type[BaseModel]]:
-    """BaseModel classes in an annotation (`X`, `X | None`)."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    if get_origin(annotation) in (Union, types.UnionType):
-        return [m for arg in get_args(annotation) for m in _models_in(arg)]
-    return []
-
-
-def setting_env_names(model: type[BaseModel] = Settings, prefix: str = "MEMDEDUP_") -> set[str]:
-    """Every environment variable the settings read: MEMDEDUP_, `__` between levels."""
+def setting_env_names() -> set[str]:
+    """Every variable the settings read, and each section prefix above it
+    (`MEMDEDUP_KAFKA`, `MEMDEDUP_DEDUP__MERGER`, ...)."""
     names: set[str] = set()
-    for field_name, info in model.model_fields.items():
-        name = prefix + field_name.upper()
-        names.add(name)
-        for nested in _models_in(info.annotation):
-            names |= setting_env_names(nested, name + "__")
+    for name in environment_variables():
+        parts = name.split("__")
+        names.update("__".join(parts[:i]) for i in range(1, len(parts) + 1))
     return names
 
 

@@ -9,9 +9,9 @@ import types
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin
 
-from pydantic import BaseModel, SecretStr
+from pydantic import SecretStr
 
-from consumer.settings import Settings
+from consumer.settings import environment_variables
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 PREFIX = "MEMDEDUP_"
@@ -20,37 +20,13 @@ ENV_NAME = re.compile(r"MEMDEDUP_[A-Z0-9_]+")
 ROW = re.compile(r"^\| `(MEMDEDUP_[A-Z0-9_]+)` \|(.*)\|$")
 
 
-def _models_in(annotation: Any) -> list[type[BaseModel]]:
-    """BaseModel classes in an annotation (`X`, `X | None`); not inside a dict."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    if get_origin(annotation) in (Union, types.UnionType):
-        return [m for arg in get_args(annotation) for m in _models_in(arg)]
-    return []
-
-
 def _is_secret(annotation: Any) -> bool:
     if annotation is SecretStr:
         return True
     return get_origin(annotation) in (Union, types.UnionType) and SecretStr in get_args(annotation)
 
 
-def env_variables(model: type[BaseModel] = Settings, prefix: str = PREFIX) -> dict[str, Any]:
-    """Every variable the settings read, in declaration order, with its annotation:
-    nested models joined with `__`; a dict-typed field is one variable (JSON)."""
-    names: dict[str, Any] = {}
-    for field_name, info in model.model_fields.items():
-        name = prefix + field_name.upper()
-        nested = _models_in(info.annotation)
-        if nested:
-            for sub in nested:
-                names.update(env_variables(sub, name + "__"))
-        else:
-            names[name] = info.annotation
-    return names
-
-
-VARIABLES = env_variables()
+VARIABLES = environment_variables()
 DICT_VARIABLES = {name for name, ann in VARIABLES.items() if get_origin(ann) is dict}
 
 
