@@ -230,3 +230,28 @@ async def wait_committed(settings: Settings, total: int, timeout_s: float = 15) 
         return sum(o or 0 for o in offsets.values()) == total
 
     return await wait_until(reached, timeout_s)
+
+
+def only(decisions: dict[str, list[dict[str, Any]]], event_id: str) -> dict[str, Any]:
+    """The single decision emitted for `event_id`."""
+    copies = decisions[event_id]
+    assert len(copies) == 1, f"{event_id} was decided {len(copies)} times"
+    return copies[0]
+
+
+# One fact per tier and scope: stored first, then repeated, paraphrased, varied.
+TIERS_BASE = [
+    event("e1", "User prefers Python for backend work", importance=0.4, topics=["code"]),
+    event("e2", "User drinks coffee every morning"),
+    event("e3", "User is allergic to peanuts", namespace="bio", importance=0.9),
+]
+TIERS_FOLLOW_UP = [
+    event("e4", "  user PREFERS python   for backend work. "),
+    event("e5", "User prefers Python for backend development work"),
+    event(
+        "e6", "The user has a peanut allergy", namespace="bio", importance=0.5, topics=["health"]
+    ),
+    event("e7", "User enjoys green tea in the evening"),
+    event("e8", "User prefers Python for backend work", tenant="globex"),
+    event("e9", "User prefers Python for backend work", namespace="projects"),
+]

@@ -12,12 +12,15 @@ import pytest
 from consumer.store.edge import EdgeMemoryStore
 from schemas import DeadLetterHeaders, MemoryDecisionEvent
 from tests.integration.harness import (
+    TIERS_BASE,
+    TIERS_FOLLOW_UP,
     StoreFactory,
     committed_offsets,
     decisions_by_event,
     encode,
     event,
     make_settings,
+    only,
     produce,
     read_outputs,
     running_consumer,
@@ -35,36 +38,13 @@ def store_kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def only(decisions: dict[str, list[dict[str, Any]]], event_id: str) -> dict[str, Any]:
-    copies = decisions[event_id]
-    assert len(copies) == 1, f"{event_id} was decided {len(copies)} times"
-    return copies[0]
-
-
 async def test_decisions_for_each_tier_and_scope(
     local_broker: Any, real_embedder: Any, tmp_path: Path, store_kind: str
 ) -> None:
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
     stores = StoreFactory(store_kind, settings)
-    base = [
-        event("e1", "User prefers Python for backend work", importance=0.4, topics=["code"]),
-        event("e2", "User drinks coffee every morning"),
-        event("e3", "User is allergic to peanuts", namespace="bio", importance=0.9),
-    ]
-    follow_up = [
-        event("e4", "  user PREFERS python   for backend work. "),
-        event("e5", "User prefers Python for backend development work"),
-        event(
-            "e6",
-            "The user has a peanut allergy",
-            namespace="bio",
-            importance=0.5,
-            topics=["health"],
-        ),
-        event("e7", "User enjoys green tea in the evening"),
-        event("e8", "User prefers Python for backend work", tenant="globex"),
-        event("e9", "User prefers Python for backend work", namespace="projects"),
-    ]
+    base = TIERS_BASE
+    follow_up = TIERS_FOLLOW_UP
     try:
         async with running_consumer(settings, real_embedder, await stores.open()):
             await produce(settings, base)

@@ -15,9 +15,12 @@ from consumer.settings import Settings
 from consumer.store.server import QdrantServerStore
 from schemas import MemoryDecisionEvent
 from tests.integration.harness import (
+    TIERS_BASE,
+    TIERS_FOLLOW_UP,
     decisions_by_event,
     event,
     make_settings,
+    only,
     produce,
     read_outputs,
     running_consumer,
@@ -49,34 +52,11 @@ async def store(settings: Settings) -> AsyncIterator[QdrantServerStore]:
         await server.close()
 
 
-def only(decisions: dict[str, list[dict[str, Any]]], event_id: str) -> dict[str, Any]:
-    copies = decisions[event_id]
-    assert len(copies) == 1, f"{event_id} was decided {len(copies)} times"
-    return copies[0]
-
-
 async def test_exact_semantic_and_distinct_decisions(
     settings: Settings, store: QdrantServerStore, real_embedder: Any
 ) -> None:
-    base = [
-        event("e1", "User prefers Python for backend work", importance=0.4, topics=["code"]),
-        event("e2", "User drinks coffee every morning"),
-        event("e3", "User is allergic to peanuts", namespace="bio", importance=0.9),
-    ]
-    follow_up = [
-        event("e4", "  user PREFERS python   for backend work. "),
-        event("e5", "User prefers Python for backend development work"),
-        event(
-            "e6",
-            "The user has a peanut allergy",
-            namespace="bio",
-            importance=0.5,
-            topics=["health"],
-        ),
-        event("e7", "User enjoys green tea in the evening"),
-        event("e8", "User prefers Python for backend work", tenant="globex"),
-        event("e9", "User prefers Python for backend work", namespace="projects"),
-    ]
+    base = TIERS_BASE
+    follow_up = TIERS_FOLLOW_UP
     async with running_consumer(settings, real_embedder, store):
         await produce(settings, base)
         await read_outputs(settings, at_least=len(base))
