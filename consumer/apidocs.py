@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from consumer.settings import KafkaSettings, TopicSettings
+from schemas.commands import CommandResult, MemoryCommand, MemoryReversed
 from schemas.events import (
     NAMESPACE_PATTERN,
     SCHEMA_VERSION,
@@ -41,6 +42,9 @@ EVENT_MODELS: Final[tuple[tuple[type[BaseModel], Mode], ...]] = (
     (MemoryExtracted, "validation"),
     (MemoryDecisionEvent, "serialization"),
     (DeadLetterHeaders, "validation"),
+    (MemoryCommand, "validation"),
+    (CommandResult, "serialization"),
+    (MemoryReversed, "serialization"),
 )
 
 _SCOPE_KEY: Final = {
@@ -95,8 +99,19 @@ def asyncapi_document() -> dict[str, Any]:
     channels = {
         "memoryExtracted": channel(
             topics.input,
-            "Extracted memories to deduplicate (input).",
-            ["MemoryExtracted"],
+            "Extracted memories to deduplicate (input), and the commands of `memdedup "
+            "review` and `memdedup compact`, keyed like the memories of their scope.",
+            ["MemoryExtracted", "MemoryCommand"],
+        ),
+        "memoryReversed": channel(
+            topics.reversed,
+            "Compensating events of reversed skips and merges (`memdedup review`).",
+            ["MemoryReversed"],
+        ),
+        "commandResults": channel(
+            topics.command_results,
+            "One result per command: applied or rejected, and why.",
+            ["CommandResult"],
         ),
         "memoryAccepted": channel(
             topics.accepted, "New memories, stored as they are.", ["MemoryDecisionEvent"]
@@ -150,6 +165,12 @@ def asyncapi_document() -> dict[str, Any]:
             "Decide each memory: accepted, merged or skipped; bad input is dead-lettered.",
             group=True,
         ),
+        "publishReversed": operation(
+            "send", "memoryReversed", "MemoryReversed", "Publish a reversal of a decision."
+        ),
+        "publishCommandResult": operation(
+            "send", "commandResults", "CommandResult", "Publish what a command did."
+        ),
         "publishAccepted": operation(
             "send", "memoryAccepted", "MemoryDecisionEvent", "Publish an accepted decision."
         ),
@@ -183,6 +204,36 @@ def asyncapi_document() -> dict[str, Any]:
             "summary": "An extracted memory, as producers send it.",
             "contentType": "application/json",
             "payload": {"$ref": "#/components/schemas/MemoryExtracted"},
+            "bindings": {"kafka": {"key": _SCOPE_KEY, "bindingVersion": _KAFKA_BINDING}},
+        },
+        "MemoryCommand": {
+            "name": "MemoryCommand",
+            "title": "Command",
+            "summary": (
+                "A review of a decision or a compaction of a cluster, applied by the "
+                "consumer that owns the scope's partition."
+            ),
+            "contentType": "application/json",
+            "payload": {"$ref": "#/components/schemas/MemoryCommand"},
+            "bindings": {"kafka": {"key": _SCOPE_KEY, "bindingVersion": _KAFKA_BINDING}},
+        },
+        "MemoryReversed": {
+            "name": "MemoryReversed",
+            "title": "Reversal",
+            "summary": (
+                "A skip or merge a reviewer reversed: the event's text is a memory of its "
+                "own again; the target memory is given as it now stands."
+            ),
+            "contentType": "application/json",
+            "payload": {"$ref": "#/components/schemas/MemoryReversed"},
+            "bindings": {"kafka": {"key": _SCOPE_KEY, "bindingVersion": _KAFKA_BINDING}},
+        },
+        "CommandResult": {
+            "name": "CommandResult",
+            "title": "Command result",
+            "summary": "Whether a command was applied, and what it changed.",
+            "contentType": "application/json",
+            "payload": {"$ref": "#/components/schemas/CommandResult"},
             "bindings": {"kafka": {"key": _SCOPE_KEY, "bindingVersion": _KAFKA_BINDING}},
         },
         "MemoryDecisionEvent": {

@@ -259,6 +259,8 @@ class ConsumerService:
         """Finish in-flight work, then give up the partitions' state."""
         async with self._in_flight:
             self._engine.recent.drop_partitions(partitions)
+            for partition in partitions:
+                self._engine.reviewed.forget(partition)
             self._restored.difference_update(partitions)
             await self._store.release_partitions(partitions)
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import structlog
 
 from consumer.changelog import Changelog
+from consumer.commands import CommandProcessor, load_reviewed_pairs, reversal_basis, stored_memory
 from consumer.engine.dedup import DedupEngine
 from consumer.engine.models import BatchPlan, Candidate, DecisionRecord, Outcome
 from consumer.engine.normalize import decision_id_for
@@ -29,7 +30,7 @@ from consumer.records import InputRecord, OutgoingRecord
 from consumer.settings import TopicSettings
 from consumer.store.codec import decision_point, memory_point
 from consumer.typing import MemoryStore, RecordPublisher
-from consumer.validation import Rejection, parse_record
+from consumer.validation import ParsedCommand, Rejection, parse_record
 from schemas import (
     CheckName,
     CheckReport,
@@ -38,9 +39,7 @@ from schemas import (
     Decision,
     GuardReport,
     MemoryDecisionEvent,
-    MergeSource,
     RecordPosition,
-    StoredMemory,
     memory_urn,
     scope_key,
 )
@@ -57,6 +56,7 @@ class BatchSummary:
     decisions: Counter[str] = field(default_factory=Counter)
     replayed: int = 0
     rerouted: int = 0
+    commands: int = 0
     dead_letters: Counter[str] = field(default_factory=Counter)
 
     @property
@@ -79,25 +79,7 @@ def build_decision_event(outcome: Outcome, model_id: str) -> MemoryDecisionEvent
         threshold=outcome.threshold,
         memory_id=memory.memory_id,
         memory_urn=memory_urn(memory.tenant_id, memory.namespace, memory.memory_id),
-        memory=StoredMemory(
-            memory_id=memory.memory_id,
-            content=memory.content,
-            content_hash=memory.content_hash,
-            importance=memory.importance,
-            topics=memory.topics,
-            entities=memory.entities,
-            merged_event_ids=memory.merged_event_ids,
-            origin_event_id=memory.origin_event_id,
-            created_at=memory.created_at,
-            updated_at=memory.updated_at,
-            merged_from=[
-                MergeSource(event_id=s.event_id, memory_id=s.memory_id) for s in memory.merged_from
-            ],
-            supersedes=memory.supersedes,
-            seen_count=memory.seen_count,
-            first_seen_at=memory.first_seen_at or memory.created_at,
-            last_seen_at=memory.last_seen_at or memory.updated_at,
-        ),
+        memory=stored_memory(memory),
         checks=[
             CheckReport(name=c.name, hit=c.hit, duration_ms=c.duration_ms, score=c.score)
             for c in outcome.checks
@@ -109,6 +91,7 @@ def build_decision_event(outcome: Outcome, model_id: str) -> MemoryDecisionEvent
             partition=candidate.record.partition,
             offset=candidate.record.offset,
         ),
+        content_hash=candidate.content_hash,
         superseded_memory_id=outcome.superseded_memory_id,
         degraded=bool(outcome.skipped_checks),
         skipped_checks=list(outcome.skipped_checks),
@@ -152,6 +135,14 @@ class BatchProcessor:
         self._changelog = changelog
         self._dimension = dimension
         self._metrics = metrics or ServiceMetrics()
+        self._commands = CommandProcessor(
+            engine=engine,
+            store=store,
+            topics=topics,
+            model_id=model_id,
+            changelog=changelog,
+            dimension=dimension,
+        )
 
     def _decision_topic(self, decision: Decision) -> str:
         return {
@@ -224,6 +215,13 @@ class BatchProcessor:
                 summary.dead_letters[parsed.code.value] += 1
                 outgoing.append((record.partition, record.offset, self._dead_letter(parsed)))
                 continue
+            if isinstance(parsed, ParsedCommand):
+                # A command changes stored memories, so it cannot run now; it goes
+                # to the back of its partition, to be applied once the store is back.
+                summary.rerouted += 1
+                deferred = self._reroute(record, record.key or b"", record.partition)
+                outgoing.append((record.partition, record.offset, deferred))
+                continue
             outcome = self._engine.fail_open(parsed, skipped)
             payload = build_decision_event(outcome, self._model_id).model_dump_json().encode()
             summary.decisions[outcome.decision.value] += 1
@@ -254,6 +252,7 @@ class BatchProcessor:
         summary = BatchSummary(records=len(records))
         outgoing: list[tuple[int, int, OutgoingRecord]] = []
         by_partition: dict[int, list[Candidate]] = {}
+        commands: dict[int, list[ParsedCommand]] = {}
         rejections: list[Rejection] = []
         originals = {(record.partition, record.offset): record for record in records}
         for record in records:
@@ -261,17 +260,27 @@ class BatchProcessor:
             if isinstance(parsed, Rejection):
                 rejections.append(parsed)
                 continue
-            key = scope_key(parsed.event.tenant_id, parsed.event.namespace).encode()
+            key = scope_key(parsed.scope.tenant_id, parsed.scope.namespace).encode()
             home = canonical_partition(key, partition_count) if partition_count else None
             if record.key != key or (home is not None and record.partition != home):
                 # Never decided here: another partition owns this scope's state.
                 summary.rerouted += 1
                 outgoing.append((record.partition, record.offset, self._reroute(record, key, home)))
                 continue
-            by_partition.setdefault(record.partition, []).append(parsed)
+            if isinstance(parsed, ParsedCommand):
+                commands.setdefault(record.partition, []).append(parsed)
+            else:
+                by_partition.setdefault(record.partition, []).append(parsed)
 
-        for partition, candidates in by_partition.items():
+        for partition in sorted(by_partition.keys() | commands.keys()):
+            candidates = by_partition.get(partition, [])
             emitted, conflicts = await self._process_partition(partition, candidates, summary)
+            # A batch's commands apply after its events: a review may name a
+            # decision taken in this very batch.
+            if partition in commands:
+                applied = await self._commands.apply(partition, commands[partition])
+                summary.commands += len(commands[partition])
+                emitted.extend(applied)
             outgoing.extend(emitted)
             rejections.extend(
                 Rejection(originals[(c.record.partition, c.record.offset)], *reason)
@@ -290,6 +299,9 @@ class BatchProcessor:
     async def _process_partition(
         self, partition: int, candidates: list[Candidate], summary: BatchSummary
     ) -> tuple[list[tuple[int, int, OutgoingRecord]], list[tuple[Candidate, _Reason]]]:
+        await load_reviewed_pairs(self._engine, self._store, partition)
+        if not candidates:
+            return [], []
         event_ids = list(dict.fromkeys(c.event.event_id for c in candidates))
         prior = await self._store.get_decisions(partition, event_ids)
         emitted: list[tuple[int, int, OutgoingRecord]] = []
@@ -418,6 +430,7 @@ class BatchProcessor:
                     memory_id=outcome.memory.memory_id,
                     decision=outcome.decision,
                     event_json=payload.decode(),
+                    basis_json=reversal_basis(outcome),
                 )
             )
         return records, payloads

@@ -134,6 +134,10 @@ class TopicSettings(BaseModel):
     merged: str = "memory.merged"
     skipped: str = "memory.skipped"
     dlq: str = "memory.dlq"
+    # Compensating events of reversed decisions (`memdedup review ... reverse`).
+    reversed: str = "memory.reversed"
+    # One result per command (review, compaction): applied or rejected, and why.
+    command_results: str = "memdedup.command-results"
     # Compacted topic carrying the embedded store's changes (unused with a server).
     changelog: str = "memory.changelog"
     # Create missing topics at start-up (off where the cluster forbids it).

@@ -14,9 +14,18 @@ COMPACTED = {"cleanup.policy": "compact"}
 
 
 def topic_names(settings: Settings) -> list[str]:
-    """Input, decision and dead-letter topics (not the changelog)."""
+    """Input, decision, dead-letter, reversal and command-result topics (not the
+    changelog)."""
     topics = settings.topics
-    return [topics.input, topics.accepted, topics.merged, topics.skipped, topics.dlq]
+    return [
+        topics.input,
+        topics.accepted,
+        topics.merged,
+        topics.skipped,
+        topics.dlq,
+        topics.reversed,
+        topics.command_results,
+    ]
 
 
 async def ensure_topics(settings: Settings) -> list[str]:

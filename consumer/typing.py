@@ -51,6 +51,22 @@ class MemoryStore(Protocol):
         self, partition: int, event_ids: Sequence[str]
     ) -> dict[str, DecisionRecord]: ...
 
+    async def get_points(self, partition: int, point_ids: Sequence[str]) -> dict[str, RawPoint]:
+        """Any points by id, with payload and vector (review and command records)."""
+        ...
+
+    async def points_of_kind(
+        self,
+        partition: int,
+        kind: str,
+        *,
+        tenant_id: str | None = None,
+        namespace: str | None = None,
+        with_vectors: bool = False,
+    ) -> list[RawPoint]:
+        """Every point of a kind in the partition's shard (all of them on a server)."""
+        ...
+
     async def write(
         self,
         partition: int,

@@ -11,10 +11,16 @@ from datetime import UTC, datetime
 
 from pydantic import ValidationError
 
-from consumer.engine.models import Candidate, RecordRef
+from consumer.engine.models import Candidate, RecordRef, Scope
 from consumer.engine.normalize import content_hash, memory_id_for, normalize_content
 from consumer.records import InputRecord
-from schemas import MAX_CONTENT_CHARS, SCHEMA_VERSION, DeadLetterCode, MemoryExtracted
+from schemas import (
+    MAX_CONTENT_CHARS,
+    SCHEMA_VERSION,
+    DeadLetterCode,
+    MemoryCommand,
+    MemoryExtracted,
+)
 
 _DETAIL_LIMIT = 500
 
@@ -45,7 +51,22 @@ def _describe(exc: ValidationError) -> tuple[DeadLetterCode, str]:
     return code, _clip("; ".join(parts))
 
 
-def parse_record(record: InputRecord, *, max_event_bytes: int) -> Candidate | Rejection:
+@dataclass(frozen=True, slots=True)
+class ParsedCommand:
+    """A command (review, compaction) that arrived on the input topic."""
+
+    command: MemoryCommand
+    record: RecordRef
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(self.command.tenant_id, self.command.namespace)
+
+
+def parse_record(
+    record: InputRecord, *, max_event_bytes: int
+) -> Candidate | ParsedCommand | Rejection:
+    """A memory event, a command (a document with a `command` field), or why not."""
     value = record.value
     if value is None:
         return Rejection(record, DeadLetterCode.INVALID_JSON, "record has no value (tombstone)")
@@ -79,6 +100,16 @@ def parse_record(record: InputRecord, *, max_event_bytes: int) -> Candidate | Re
             f"schema_version {version} is not supported; this consumer reads {SCHEMA_VERSION}",
             event_id,
         )
+    if "command" in document:
+        command_id = document.get("command_id")
+        try:
+            command = MemoryCommand.model_validate(document)
+        except ValidationError as exc:
+            code, detail = _describe(exc)
+            return Rejection(
+                record, code, detail, command_id if isinstance(command_id, str) else None
+            )
+        return ParsedCommand(command, RecordRef(record.topic, record.partition, record.offset))
     try:
         event = MemoryExtracted.model_validate(document)
     except ValidationError as exc:

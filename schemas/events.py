@@ -108,6 +108,8 @@ class DecisionReason(StrEnum):
     EXACT = "exact"
     SEMANTIC = "semantic"
     RECENT = "recent"
+    # Removed by `memdedup compact` (or the periodic trigger) into a duplicate.
+    COMPACTION = "compaction"
 
 
 class CheckName(StrEnum):
@@ -134,7 +136,9 @@ class GuardReport(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: Literal["word_order", "numbers", "negation"]
+    # reviewed_pair: a reviewer reversed an earlier decision on this very pair;
+    # verifier: the gray-zone verifier judged the texts to be different facts.
+    name: Literal["word_order", "numbers", "negation", "reviewed_pair", "verifier"]
     detail: str
     memory_id: str
     similarity: float
@@ -213,6 +217,9 @@ class MemoryDecisionEvent(BaseModel):
     model: str
     decided_at: datetime
     record: RecordPosition
+    # Hash of the decided event's normalised text (the memory's differs after a
+    # skip or merge); the audit log shows it instead of the text.
+    content_hash: str | None = None
     guard: GuardReport | None = None
     # The memory this event first created, removed because an equal memory stored
     # concurrently by another consumer was earlier; this decision points at it.

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import structlog
 
-from consumer.engine.guards import check_pair
+from consumer.engine.guards import GuardName, GuardVeto, check_pair
 from consumer.engine.merge import (
     MergeFailed,
     Merger,
@@ -41,6 +41,7 @@ from consumer.engine.models import (
 )
 from consumer.engine.normalize import normalize_content
 from consumer.engine.recent import RecentCache, RecentEntry, ScopedHash
+from consumer.engine.reviewed import ReviewedPairs
 from consumer.engine.thresholds import Bands, ThresholdPolicy
 from consumer.errors import EmbedderUnavailable
 from consumer.typing import Embedder, MemoryStore
@@ -116,6 +117,7 @@ class DedupEngine:
         guards: bool = True,
         decide_without_model: bool = False,
         merger: Merger | None = None,
+        reviewed: ReviewedPairs | None = None,
         clock: Callable[[], datetime] = _utcnow,
     ) -> None:
         """`decide_without_model`: when the model fails, decide with exact and
@@ -124,6 +126,9 @@ class DedupEngine:
         text of merges in namespaces whose merge policy is `synthesize` (without
         one, those merges fall back to replace_with_newer)."""
         self._merger = merger
+        # Pairs a reviewer separated; loaded per partition by the caller
+        # (consumer.review.load_reviewed_pairs) before the partition is decided.
+        self._reviewed = reviewed or ReviewedPairs()
         self._store = store
         self._embedder = embedder
         self._policy = policy
@@ -139,6 +144,26 @@ class DedupEngine:
     @property
     def recent(self) -> RecentCache:
         return self._recent
+
+    @property
+    def reviewed(self) -> ReviewedPairs:
+        return self._reviewed
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._embedder
+
+    @property
+    def policy(self) -> ThresholdPolicy:
+        return self._policy
+
+    @property
+    def merger(self) -> Merger | None:
+        return self._merger
+
+    @property
+    def guards_enabled(self) -> bool:
+        return self._guards
 
     async def decide(self, partition: int, candidates: Sequence[Candidate]) -> BatchPlan:
         """Decide candidates of one partition in order. Writes nothing: the caller
@@ -227,6 +252,7 @@ class DedupEngine:
             superseded_memory_id=outcome.memory.memory_id,
             merge_policy=policy,
             merge_fallback=fallback,
+            target_before=winner.memory,
         )
 
     def fail_open(self, candidate: Candidate, skipped: tuple[CheckName, ...]) -> Outcome:
@@ -382,7 +408,7 @@ class DedupEngine:
             decision, threshold = bands.classify(match.score)
             if decision is Decision.ACCEPTED:
                 break
-            veto = (
+            veto = self._reviewed_veto(candidate, match.memory) or (
                 check_pair(match.memory.content, candidate.event.content) if self._guards else None
             )
             if veto is None:
@@ -390,6 +416,11 @@ class DedupEngine:
             if first_veto is None:
                 first_veto = GuardHit(veto, match.memory.memory_id, match.score)
         return None, Decision.ACCEPTED, None, first_veto
+
+    def _reviewed_veto(self, candidate: Candidate, memory: MemoryRecord) -> GuardVeto | None:
+        if self._reviewed.separated(candidate.scope, candidate.content_hash, memory.content_hash):
+            return GuardVeto(GuardName.REVIEWED_PAIR, "a reviewer reversed a decision on this pair")
+        return None
 
     def _matches(self, candidate: Candidate, state: _BatchState) -> list[ScoredMemory]:
         """Stored neighbours and memories accepted earlier in this batch, best first."""
@@ -429,6 +460,7 @@ class DedupEngine:
         matched memory is written with the batch."""
         now = self._clock()
         seen = seen_again(memory, now)
+        before = memory if reason is DecisionReason.SEMANTIC else None
         state.plan.writes[seen.memory_id] = seen
         state.staged_recent[candidate.scoped_hash] = memory.memory_id
         return Outcome(
@@ -441,6 +473,7 @@ class DedupEngine:
             checks=tuple(checks),
             decided_at=now,
             guard=veto,
+            target_before=before,
         )
 
     async def _merge(
@@ -470,6 +503,7 @@ class DedupEngine:
             guard=veto,
             merge_policy=policy,
             merge_fallback=fallback,
+            target_before=best.memory,
         )
 
     async def _embed_pending(self, partition: int, state: _BatchState) -> None:

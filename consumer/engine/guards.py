@@ -33,6 +33,8 @@ class GuardName(StrEnum):
     WORD_ORDER = "word_order"
     NUMBERS = "numbers"
     NEGATION = "negation"
+    # Not a text guard: a reviewer reversed a decision on this pair before.
+    REVIEWED_PAIR = "reviewed_pair"
 
 
 @dataclass(frozen=True, slots=True)
@@ -435,6 +437,85 @@ _IRREGULAR_PARTICIPLES: Final = frozenset(
      "brought", "thought", "hit", "hurt", "put", "run", "set", "cut", "beat", "sung"}
 )  # fmt: skip
 _CLITICS: Final = ("'s", "'re", "'ve", "'ll", "'d", "'m")
+# "decided against X" / "voted against X" negate "decided to X".
+_AGAINST_VERBS: Final = frozenset(
+    {"decide", "decided", "decides", "deciding", "vote", "voted", "votes", "advise",
+     "advised", "advises", "recommend", "recommended", "recommends", "argue", "argued",
+     "argues", "opt", "opted", "opts", "rule", "ruled", "warn", "warned", "lean", "leaning",
+     "leaned", "chose", "chosen", "choose", "went", "go", "decision"}
+)  # fmt: skip
+# Antonyms with no negation cue: each group's first member is one pole, the
+# second the other ("open" / "closed", "attend" / "skip"). Forms are stemmed.
+_ANTONYM_GROUPS: Final[tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]] = (
+    (("open", "opens", "opened", "opening", "reopen", "reopened"),
+     ("closed", "close", "closes", "closing", "shut", "shuts")),
+    (("attend", "attends", "attended", "attending", "join", "joins", "joining"),
+     ("skip", "skips", "skipped", "skipping", "miss", "misses", "missed", "missing")),
+    (("happening", "happen", "happens", "scheduled", "confirmed", "going ahead"),
+     ("cancelled", "canceled", "cancel", "cancels", "cancelling", "canceling", "postponed",
+      "called off")),
+    (("enable", "enabled", "enables", "enabling"),
+     ("disable", "disabled", "disables", "disabling")),
+    (("allow", "allowed", "allows", "permitted", "permit"),
+     ("forbid", "forbidden", "forbids", "ban", "banned", "bans", "prohibited", "prohibit",
+      "disallowed", "disallow")),
+    (("accept", "accepted", "accepts", "accepting", "approve", "approved", "approves"),
+     ("decline", "declined", "declines", "declining", "deny", "denied", "denies")),
+    (("include", "included", "includes", "including"),
+     ("exclude", "excluded", "excludes", "excluding")),
+    (("available",), ("unavailable", "busy")),
+    (("remote", "remotely"), ("onsite", "on-site", "in-office")),
+    (("married",), ("single", "divorced")),
+    (("win", "won", "wins", "winning"), ("lose", "lost", "loses", "losing")),
+    (("increase", "increased", "increases", "raise", "raised"),
+     ("decrease", "decreased", "decreases", "cut", "lower", "lowered", "reduce", "reduced")),
+    (("add", "added", "adds", "adding"), ("remove", "removed", "removes", "removing", "drop",
+                                            "dropped", "drops", "dropping")),
+    (("buy", "buys", "bought", "buying", "purchase", "purchased"),
+     ("sell", "sells", "sold", "selling")),
+    (("light",), ("dark",)),
+    (("online",), ("offline",)),
+    (("public",), ("private",)),
+    (("lock", "locked", "locks"), ("unlock", "unlocked", "unlocks")),
+    (("agree", "agrees", "agreed"), ("disagree", "disagrees", "disagreed")),
+    (("like", "likes", "liked", "love", "loves", "loved", "enjoy", "enjoys", "enjoyed"),
+     ("unlike",)),
+    (("true", "correct"), ("false", "wrong", "incorrect")),
+    (("arrive", "arrives", "arrived", "arriving"), ("leave", "leaves", "leaving", "depart",
+                                                   "departs", "departed", "departing")),
+    (("start", "starts", "started", "starting", "begin", "begins", "began", "beginning"),
+     ("end", "ends", "ended", "ending", "finish", "finishes", "finished")),
+    (("hot",), ("cold",)),
+    (("early",), ("late",)),
+    (("more",), ("less", "fewer")),
+    (("old", "older"), ("new", "newer", "young", "younger")),
+)  # fmt: skip
+# Verbs that carry little meaning of their own ("goes to the gym" / "has lunch"):
+# dropped when looking for a swap around "after" / "before".
+_LIGHT_VERBS: Final = frozenset(
+    {"go", "goes", "went", "going", "gone", "get", "gets", "got", "getting", "take", "takes",
+     "took", "taking", "taken", "make", "makes", "made", "making"}
+)  # fmt: skip
+# Prepositions that order two events or things: "X after Y" / "Y after X".
+_ORDERING_LABELS: Final = frozenset({"after", "before", "than", "over", "until"})
+# "offer from Stripe" / "Stripe offer", "fan of Arsenal" / "Arsenal fan".
+_COMPOUND_LABELS: Final = frozenset({"from", "of", "at"})
+# Whose fact it is: "User is vegetarian" / "User's son is vegetarian". Words of
+# one group are synonyms ("kid" / "child").
+_RELATION_GROUPS: Final[tuple[tuple[str, ...], ...]] = (
+    ("son", "sons"), ("daughter", "daughters"),
+    ("child", "children", "kid", "kids", "baby", "toddler"),
+    ("mother", "mom", "mum", "mommy", "mummy"), ("father", "dad", "daddy"),
+    ("parent", "parents"), ("brother", "brothers"), ("sister", "sisters"),
+    ("sibling", "siblings"), ("wife",), ("husband",),
+    ("partner", "spouse", "girlfriend", "boyfriend", "fiance", "fiancee"),
+    ("grandmother", "grandma", "granny"), ("grandfather", "grandpa"),
+    ("grandparent", "grandparents"), ("uncle",), ("aunt",), ("cousin", "cousins"),
+    ("niece",), ("nephew",), ("friend", "friends"), ("roommate", "flatmate", "housemate"),
+    ("neighbour", "neighbor", "neighbours", "neighbors"),
+    ("manager", "boss", "supervisor"), ("colleague", "coworker", "co-worker", "colleagues"),
+    ("teammate", "teammates"), ("dog", "puppy"), ("cat", "kitten"), ("pet", "pets"),
+)  # fmt: skip
 _NEGATION_MARK: Final = "~"
 _COPULA_MARK: Final = "="
 _COORD_MARK: Final = "&"
@@ -462,6 +543,30 @@ def _stem(word: str) -> str:
     return stem
 
 
+_AGAINST_STEMS: Final = frozenset(_stem(w) for w in _AGAINST_VERBS)
+_LIGHT_STEMS: Final = frozenset(_stem(w) for w in _LIGHT_VERBS)
+# stem -> (group, pole): pole 0 or 1 of an antonym group.
+_ANTONYMS: Final[dict[str, tuple[int, int]]] = {
+    _stem(form): (group, pole)
+    for group, poles in enumerate(_ANTONYM_GROUPS)
+    for pole, forms in enumerate(poles)
+    for form in forms
+    if " " not in form
+}
+# Two-word antonyms ("called off", "going ahead"), matched on raw tokens.
+_ANTONYM_PHRASES: Final[dict[tuple[str, str], tuple[int, int]]] = {
+    (form.split()[0], form.split()[1]): (group, pole)
+    for group, poles in enumerate(_ANTONYM_GROUPS)
+    for pole, forms in enumerate(poles)
+    for form in forms
+    if " " in form
+}
+_MONTH_STEMS: Final = frozenset(_stem(m) for m in (*_MONTHS, "may"))
+_RELATIONS: Final[dict[str, int]] = {
+    _stem(word): group for group, words in enumerate(_RELATION_GROUPS) for word in words
+}
+
+
 def _is_negation_word(word: str) -> bool:
     return word in _NEGATION_WORDS or word.endswith("n't") or word.startswith("non-")
 
@@ -479,6 +584,9 @@ class _Words:
     bag_without_persons: tuple[str, ...]
     labels: tuple[str, ...]  # prepositions and subordinators, in order
     passive: bool  # has "is ... by": same words may still mean swapped roles
+    poles: frozenset[tuple[int, int]]  # (antonym group, pole) of the antonyms used
+    relations: frozenset[int]  # relation groups named ("son", "manager")
+    bag_core: tuple[str, ...]  # bag without persons, relations and light verbs
 
 
 def _analyse_words(lowered: str) -> _Words:
@@ -488,6 +596,8 @@ def _analyse_words(lowered: str) -> _Words:
     content: set[str] = set()
     units: list[str] = []
     participles: set[int] = set()
+    poles: set[tuple[int, int]] = set()
+    relations: set[int] = set()
     n = len(tokens)
     skip_next = False
     for i, raw in enumerate(tokens):
@@ -496,6 +606,9 @@ def _analyse_words(lowered: str) -> _Words:
             continue
         prev = tokens[i - 1] if i else ""
         nxt = tokens[i + 1] if i + 1 < n else ""
+        phrase = _ANTONYM_PHRASES.get((raw, nxt))
+        if phrase is not None:
+            poles.add(phrase)
         if raw in _PUNCT:
             units.append(_COMMA_MARK)
             continue
@@ -511,6 +624,10 @@ def _analyse_words(lowered: str) -> _Words:
                     units.append(stem)
             continue
         if raw == "longer" and prev == "any":
+            continue
+        if raw == "against" and _stem(prev) in _AGAINST_STEMS:
+            cues.append(f"{prev} against")
+            units.append(_NEGATION_MARK)
             continue
         if (raw in _POLARITY_WORDS and prev not in _NOUN_MARKERS) or (raw in _GIVE and nxt == "up"):
             cues.append(raw if raw not in _GIVE else f"{raw} up")
@@ -538,6 +655,11 @@ def _analyse_words(lowered: str) -> _Words:
                 participles.add(len(units))
             units.append(stem)
             content.add(stem)
+            if stem in _RELATIONS:
+                relations.add(_RELATIONS[stem])
+        pole = _ANTONYMS.get(_stem(word))
+        if pole is not None:
+            poles.add(pole)
     ordered = _content(units)
     bag = tuple(sorted(ordered))
     return _Words(
@@ -550,6 +672,13 @@ def _analyse_words(lowered: str) -> _Words:
         bag_without_persons=tuple(w for w in bag if w not in _PERSON_TOKENS),
         labels=_labels(units),
         passive=_COPULA_MARK in units and f"{_LABEL_PREFIX}by" in units,
+        poles=frozenset(poles),
+        relations=frozenset(relations),
+        bag_core=tuple(
+            w
+            for w in bag
+            if w not in _PERSON_TOKENS and w not in _LIGHT_STEMS and w not in _RELATIONS
+        ),
     )
 
 
@@ -589,15 +718,35 @@ def _negation_veto(a: _Words, b: _Words) -> GuardVeto | None:
     "used to live in X" vetoes.
     """
     ca, cb = len(a.cues), len(b.cues)
-    if (ca == 0) == (cb == 0) and ca % 2 == cb % 2:
+    clashes = _antonym_clashes(a, b)
+    if len(clashes) % 2:
+        # An odd number of antonym swaps flips the polarity once: "is not open" /
+        # "is closed" agree, "is open" / "is closed" do not.
+        if (ca + 1) % 2 == cb % 2:
+            return None
+    elif (ca == 0) == (cb == 0) and ca % 2 == cb % 2:
         return None
     small = min(len(a.polarity_content), len(b.polarity_content))
     if small and len(a.polarity_content & b.polarity_content) * 2 < small:
         return None
+    if clashes and ca == cb == 0:
+        shown = ", ".join("/".join(_ANTONYM_GROUPS[g][p][0] for p in (0, 1)) for g in clashes)
+        detail = f"negation differs: antonyms ({shown})"
+        return GuardVeto(GuardName.NEGATION, detail[:_MAX_DETAIL])
     cues_a = ", ".join(a.cues[:4]) or "none"
     cues_b = ", ".join(b.cues[:4]) or "none"
     detail = f"negation differs: [{cues_a}] vs [{cues_b}]"
     return GuardVeto(GuardName.NEGATION, detail[:_MAX_DETAIL])
+
+
+def _antonym_clashes(a: _Words, b: _Words) -> list[int]:
+    """Antonym groups both texts use, with different poles ("open" / "closed")."""
+    if not a.poles or not b.poles:
+        return []
+    groups = {g for g, _ in a.poles} & {g for g, _ in b.poles}
+    return sorted(
+        g for g in groups if {p for h, p in a.poles if h == g} != {p for h, p in b.poles if h == g}
+    )
 
 
 def _is_separator(unit: str) -> bool:
@@ -618,6 +767,11 @@ def _content(units: Sequence[str]) -> tuple[str, ...]:
     return tuple(u for u in units if u != _COPULA_MARK and not _is_separator(u))
 
 
+def _is_date_chunk(words: Sequence[str]) -> bool:
+    """A short chunk holding a month or a number: "August 31" = "31 August"."""
+    return len(words) <= 3 and any(w in _MONTH_STEMS or w.isdigit() for w in words)
+
+
 def _chunks(units: Sequence[str]) -> Counter[tuple[str, tuple[str, ...]]]:
     """Multiset of (preposition, words) chunks: equal when only whole phrases moved."""
     chunks: Counter[tuple[str, tuple[str, ...]]] = Counter()
@@ -626,7 +780,8 @@ def _chunks(units: Sequence[str]) -> Counter[tuple[str, tuple[str, ...]]]:
     for unit in (*units, _COMMA_MARK):
         if _is_separator(unit):
             if words:
-                chunks[(label, tuple(words))] += 1
+                key = tuple(sorted(words)) if _is_date_chunk(words) else tuple(words)
+                chunks[(label, key)] += 1
             label = unit[1:] if unit.startswith(_LABEL_PREFIX) else ""
             words = []
         elif unit != _COPULA_MARK:
@@ -728,6 +883,25 @@ def _comma_rotated(a: Sequence[str], b: Sequence[str]) -> bool:
     return False
 
 
+def _compound_moved(a: Sequence[str], b: Sequence[str]) -> bool:
+    """True for "the offer from Stripe" / "the Stripe offer": a trailing "from / of /
+    at X" of ``a`` stands as a modifier just before the last words in ``b``."""
+    seps = [i for i, u in enumerate(a) if _is_separator(u)]
+    if not seps:
+        return False
+    at = seps[-1]
+    label = a[at]
+    if label[1:] not in _COMPOUND_LABELS or label in b:
+        return False
+    head, moved = list(a[:at]), list(a[at + 1 :])
+    if not moved or not head:
+        return False
+    target = list(b)
+    return any(
+        head[:i] + moved + head[i:] == target for i in range(max(1, len(head) - 3), len(head))
+    )
+
+
 def _same_roles(
     a: Sequence[str], b: Sequence[str], part_a: frozenset[int], part_b: frozenset[int]
 ) -> bool:
@@ -735,6 +909,8 @@ def _same_roles(
     if _chunks(a) == _chunks(b):
         return True
     if _coordination_permuted(a, b) or _copula_swapped(a, b):
+        return True
+    if _compound_moved(a, b) or _compound_moved(b, a):
         return True
     if _comma_rotated(a, b) or _comma_rotated(b, a):
         return True
@@ -789,6 +965,12 @@ def _word_order_veto(a: _Words, b: _Words) -> GuardVeto | None:
     elif a.bag_without_persons == b.bag_without_persons:
         units_a, part_a = _drop_persons(a.units, a.participles)
         units_b, part_b = _drop_persons(b.units, b.participles)
+    elif a.bag_core == b.bag_core and a.relations == b.relations:
+        label = _ordering_swap(a.units, b.units)
+        if label is None:
+            return None
+        detail = f"word order differs: what comes {label} what is swapped"
+        return GuardVeto(GuardName.WORD_ORDER, detail[:_MAX_DETAIL])
     else:
         return None
     content_a, content_b = _content(units_a), _content(units_b)
@@ -806,6 +988,67 @@ def _word_order_veto(a: _Words, b: _Words) -> GuardVeto | None:
     words = sorted({w for w in content_a if w != _NEGATION_MARK})
     shown = ", ".join(words[:6]) + (", ..." if len(words) > 6 else "")
     detail = f"word order differs: same words ({shown}) in another order"
+    return GuardVeto(GuardName.WORD_ORDER, detail[:_MAX_DETAIL])
+
+
+def _core(units: Sequence[str]) -> list[str]:
+    return [
+        u
+        for u in _content(units)
+        if u not in _PERSON_TOKENS and u not in _LIGHT_STEMS and u != _NEGATION_MARK
+    ]
+
+
+def _ordering_swap(a: Sequence[str], b: Sequence[str]) -> str | None:
+    """The label of an "X after Y" / "Y after X" swap that also changed a light verb
+    ("goes to the gym after lunch" / "has lunch after the gym"), else None."""
+    for label in _ORDERING_LABELS:
+        mark = _LABEL_PREFIX + label
+        if a.count(mark) != 1 or b.count(mark) != 1:
+            continue
+        at_a, at_b = a.index(mark), b.index(mark)
+        object_a, object_b = _object_after(a, at_a), _object_after(b, at_b)
+        if not object_a or not object_b or object_a == object_b:
+            continue
+        before_a, before_b = set(_core(a[:at_a])), set(_core(b[:at_b]))
+        if set(object_a) <= before_b and set(object_b) <= before_a:
+            return label
+    return None
+
+
+def _object_after(units: Sequence[str], at: int) -> list[str]:
+    end = at + 1
+    while end < len(units) and not _is_separator(units[end]):
+        end += 1
+    return _core(units[at + 1 : end])
+
+
+def _relation_veto(a: _Words, b: _Words) -> GuardVeto | None:
+    """Veto when the texts are about different people or pets and otherwise agree:
+    "User is vegetarian" / "User's son is vegetarian", "User's mother is a teacher"
+    / "User's father is a teacher".
+
+    Relations are family members, partners, friends, colleagues, managers,
+    neighbours and pets, with synonyms in one group ("kid" / "child", "mom" /
+    "mother"). "The rest agrees": the other content words overlap by at least
+    half of the smaller side. Reported as a word-order (roles) veto.
+
+    Limitations: a list of words, no parser: "User and their son are vegetarian"
+    / "User is vegetarian" vetoes (safe), a relation named differently ("User's
+    spouse" / "User's wife") vetoes, and people named by their names ("Anna" /
+    "User's sister Anna") are not seen.
+    """
+    if a.relations == b.relations:
+        return None
+    rest_a = {w for w in a.polarity_content if w not in _RELATIONS}
+    rest_b = {w for w in b.polarity_content if w not in _RELATIONS}
+    small = min(len(rest_a), len(rest_b))
+    if not small or len(rest_a & rest_b) * 2 < small:
+        return None
+    names = {stem: group for stem, group in _RELATIONS.items()}
+    only_a = sorted({s for s, g in names.items() if g in a.relations - b.relations and s in a.polarity_content})
+    only_b = sorted({s for s, g in names.items() if g in b.relations - a.relations and s in b.polarity_content})
+    detail = f"subject differs: {only_a or 'none'} vs {only_b or 'none'}"
     return GuardVeto(GuardName.WORD_ORDER, detail[:_MAX_DETAIL])
 
 
@@ -844,4 +1087,5 @@ def check_pair(existing: str, new: str) -> GuardVeto | None:
         _numbers_veto(fa.quantities, fb.quantities)
         or _negation_veto(fa.words, fb.words)
         or _word_order_veto(fa.words, fb.words)
+        or _relation_veto(fa.words, fb.words)
     )

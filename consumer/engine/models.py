@@ -91,6 +91,9 @@ class DecisionRecord:
     decision: Decision
     # The decision event exactly as first published.
     event_json: str
+    # Semantic skips and merges: what a reversal needs (the event's own text and
+    # the target memory before the decision), as JSON; see consumer.review.
+    basis_json: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +157,8 @@ class Outcome:
     # when it failed (synthesize falls back to replace_with_newer).
     merge_policy: MergePolicy | None = None
     merge_fallback: MergePolicy | None = None
+    # Semantic skips and merges: the matched memory as it was before this decision.
+    target_before: MemoryRecord | None = None
 
 
 @dataclass(slots=True)

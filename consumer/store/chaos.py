@@ -43,6 +43,24 @@ class OutageSwitchStore:
         self._check()
         return await self.inner.search(partition, queries)
 
+    async def get_points(self, partition: int, point_ids: Sequence[str]) -> dict[str, RawPoint]:
+        self._check()
+        return await self.inner.get_points(partition, point_ids)
+
+    async def points_of_kind(
+        self,
+        partition: int,
+        kind: str,
+        *,
+        tenant_id: str | None = None,
+        namespace: str | None = None,
+        with_vectors: bool = False,
+    ) -> list[RawPoint]:
+        self._check()
+        return await self.inner.points_of_kind(
+            partition, kind, tenant_id=tenant_id, namespace=namespace, with_vectors=with_vectors
+        )
+
     async def get_decisions(
         self, partition: int, event_ids: Sequence[str]
     ) -> dict[str, DecisionRecord]:

@@ -26,6 +26,17 @@ PENDING_KIND: Final = "pending_memory"
 DECISION_KIND: Final = "decision"
 # One point per shard remembers the last changelog offset the shard holds.
 META_KIND: Final = "meta"
+# A memory folded into another by compaction: its id now points at the keeper,
+# so an exact repeat of its text is still skipped into the keeper.
+REDIRECT_KIND: Final = "redirect"
+# Redirects followed when reading a memory by id (a keeper compacted again later).
+MAX_REDIRECTS: Final = 4
+# A decision's review status (point id: review_point_id(decision_id)).
+REVIEW_KIND: Final = "review"
+# A pair of texts a reviewer separated: never skipped or merged again.
+REVIEWED_PAIR_KIND: Final = "reviewed_pair"
+# What a command emitted, so that a redelivered command re-emits it verbatim.
+COMMAND_KIND: Final = "command"
 TENANT_FIELD: Final = "tenant_id"
 NAMESPACE_FIELD: Final = "namespace"
 HASH_FIELD: Final = "content_hash"
@@ -106,6 +117,7 @@ def decision_payload(record: DecisionRecord) -> dict[str, Any]:
         "memory_id": record.memory_id,
         "decision": record.decision.value,
         "event_json": record.event_json,
+        "basis_json": record.basis_json,
     }
 
 
@@ -119,6 +131,7 @@ def decision_from_payload(payload: dict[str, Any]) -> DecisionRecord:
         memory_id=payload["memory_id"],
         decision=Decision(payload["decision"]),
         event_json=payload["event_json"],
+        basis_json=payload.get("basis_json"),
     )
 
 
@@ -171,6 +184,48 @@ class RawPoint:
         document = json.loads(raw)
         vector = np.frombuffer(base64.b64decode(document["vector"]), dtype="<f4")
         return cls(document["id"], [float(x) for x in vector], document["payload"])
+
+
+_POINT_NAMESPACE: Final = uuid.UUID("8b0f7c52-3d1e-5a94-a6e2-0c5d9e41b7f3")
+
+
+def review_point_id(decision_id: str) -> str:
+    return str(uuid.uuid5(_POINT_NAMESPACE, f"review/{decision_id}"))
+
+
+def command_point_id(command_id: str) -> str:
+    return str(uuid.uuid5(_POINT_NAMESPACE, f"command/{command_id}"))
+
+
+def reviewed_pair_point_id(tenant_id: str, namespace: str, hashes: tuple[str, str]) -> str:
+    first, second = sorted(hashes)
+    return str(uuid.uuid5(_POINT_NAMESPACE, f"pair/{tenant_id}/{namespace}/{first}/{second}"))
+
+
+def redirect_point(memory: MemoryRecord, keeper_id: str, dimension: int) -> RawPoint:
+    """Replaces a compacted memory: same id, no longer a memory, points at the keeper."""
+    return RawPoint(
+        memory.memory_id,
+        placeholder_vector(dimension),
+        {
+            KIND_FIELD: REDIRECT_KIND,
+            TENANT_FIELD: memory.tenant_id,
+            NAMESPACE_FIELD: memory.namespace,
+            HASH_FIELD: memory.content_hash,
+            "merged_into": keeper_id,
+        },
+    )
+
+
+def redirect_target(payload: dict[str, Any]) -> str | None:
+    if payload.get(KIND_FIELD) != REDIRECT_KIND:
+        return None
+    return str(payload["merged_into"])
+
+
+def plain_point(point_id: str, kind: str, fields: dict[str, Any], dimension: int) -> RawPoint:
+    """A point that is not a memory (review status, reviewed pair, command record)."""
+    return RawPoint(point_id, placeholder_vector(dimension), {KIND_FIELD: kind, **fields})
 
 
 def memory_point(memory: MemoryRecord, dimension: int = 0) -> RawPoint:

@@ -119,21 +119,31 @@ class EdgeMemoryStore:
     async def get_memories(
         self, partition: int, memory_ids: Sequence[str]
     ) -> dict[str, MemoryRecord]:
+        """Memories by id; the id of a memory folded into another by compaction
+        yields the memory it was folded into."""
         if not memory_ids:
             return {}
 
         def read() -> dict[str, MemoryRecord]:
-            records = self._shard(partition).retrieve(
-                list(memory_ids), with_payload=True, with_vector=True
-            )
+            shard = self._shard(partition)
             found: dict[str, MemoryRecord] = {}
-            for record in records:
-                payload = record.payload or {}
-                if codec.is_memory(payload):
-                    memory_id = str(record.id)
-                    found[memory_id] = codec.memory_from_payload(
-                        memory_id, payload, list(record.vector)
-                    )
+            wanted = {memory_id: memory_id for memory_id in memory_ids}
+            for _ in range(codec.MAX_REDIRECTS + 1):
+                if not wanted:
+                    break
+                records = shard.retrieve(list(wanted), with_payload=True, with_vector=True)
+                followed: dict[str, str] = {}
+                for record in records:
+                    payload = record.payload or {}
+                    point_id = str(record.id)
+                    requested = wanted[point_id]
+                    if codec.is_memory(payload):
+                        found[requested] = codec.memory_from_payload(
+                            point_id, payload, list(record.vector)
+                        )
+                    elif (target := codec.redirect_target(payload)) is not None:
+                        followed[target] = requested
+                wanted = followed
             return found
 
         return await self._run(read)
@@ -244,6 +254,55 @@ class EdgeMemoryStore:
         invalid = await self._run(apply)
         if invalid is not None:
             raise invalid
+
+    async def get_points(
+        self, partition: int, point_ids: Sequence[str]
+    ) -> dict[str, codec.RawPoint]:
+        if not point_ids:
+            return {}
+
+        def read() -> dict[str, codec.RawPoint]:
+            records = self._shard(partition).retrieve(
+                list(point_ids), with_payload=True, with_vector=True
+            )
+            return {
+                str(r.id): codec.RawPoint(str(r.id), list(r.vector or []), r.payload or {})
+                for r in records
+            }
+
+        return await self._run(read)
+
+    async def points_of_kind(
+        self,
+        partition: int,
+        kind: str,
+        *,
+        tenant_id: str | None = None,
+        namespace: str | None = None,
+        with_vectors: bool = False,
+    ) -> list[codec.RawPoint]:
+        def read() -> list[codec.RawPoint]:
+            shard = self._shard(partition)
+            found: list[codec.RawPoint] = []
+            offset: Any = None
+            while True:
+                records, offset = shard.scroll(
+                    ScrollRequest(
+                        limit=1_000,
+                        offset=offset,
+                        filter=_scope_filter(tenant_id, namespace, kind),
+                        with_payload=True,
+                        with_vector=with_vectors,
+                    )
+                )
+                found.extend(
+                    codec.RawPoint(str(r.id), list(r.vector or []), r.payload or {})
+                    for r in records
+                )
+                if offset is None or not records:
+                    return found
+
+        return await self._run(read)
 
     async def pending_memories(self, partition: int, limit: int) -> list[MemoryRecord]:
         def read() -> list[MemoryRecord]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from functools import partial
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import httpx
 from qdrant_client import AsyncQdrantClient, models
@@ -103,21 +103,81 @@ class QdrantServerStore:
     async def get_memories(
         self, partition: int, memory_ids: Sequence[str]
     ) -> dict[str, MemoryRecord]:
+        """Memories by id; the id of a memory folded into another by compaction
+        yields the memory it was folded into."""
         if not memory_ids:
             return {}
+        found: dict[str, MemoryRecord] = {}
+        wanted = {memory_id: memory_id for memory_id in memory_ids}
+        for _ in range(codec.MAX_REDIRECTS + 1):
+            if not wanted:
+                break
+            retrieve = partial(
+                self._client.retrieve,
+                self._collection,
+                list(wanted),
+                with_payload=True,
+                with_vectors=True,
+            )
+            records = await self._call(retrieve)
+            followed: dict[str, str] = {}
+            for record in records:
+                payload = record.payload or {}
+                requested = wanted[str(record.id)]
+                if codec.is_memory(payload):
+                    found[requested] = codec.memory_from_payload(
+                        str(record.id), payload, _as_list(record.vector)
+                    )
+                elif (target := codec.redirect_target(payload)) is not None:
+                    followed[target] = requested
+            wanted = followed
+        return found
+
+    async def get_points(
+        self, partition: int, point_ids: Sequence[str]
+    ) -> dict[str, codec.RawPoint]:
+        if not point_ids:
+            return {}
+        ids = list(point_ids)
         records = await self._call(
             lambda: self._client.retrieve(
-                self._collection, list(memory_ids), with_payload=True, with_vectors=True
+                self._collection, ids, with_payload=True, with_vectors=True
             )
         )
-        found: dict[str, MemoryRecord] = {}
-        for record in records:
-            payload = record.payload or {}
-            if codec.is_memory(payload):
-                found[str(record.id)] = codec.memory_from_payload(
-                    str(record.id), payload, _as_list(record.vector)
-                )
-        return found
+        return {
+            str(r.id): codec.RawPoint(str(r.id), _as_list(r.vector) or [], r.payload or {})
+            for r in records
+        }
+
+    async def points_of_kind(
+        self,
+        partition: int,
+        kind: str,
+        *,
+        tenant_id: str | None = None,
+        namespace: str | None = None,
+        with_vectors: bool = False,
+    ) -> list[codec.RawPoint]:
+        """A shared server holds every partition's points: all of the kind."""
+        found: list[codec.RawPoint] = []
+        offset: Any = None
+        while True:
+            scroll = partial(
+                self._client.scroll,
+                self._collection,
+                scroll_filter=_scope_filter(tenant_id, namespace, kind),
+                limit=1_000,
+                offset=offset,
+                with_payload=True,
+                with_vectors=with_vectors,
+            )
+            records, offset = await self._call(scroll)
+            found.extend(
+                codec.RawPoint(str(r.id), _as_list(r.vector) or [], r.payload or {})
+                for r in records
+            )
+            if offset is None or not records:
+                return found
 
     async def search(
         self, partition: int, queries: Sequence[SimilarityQuery]

@@ -68,6 +68,8 @@ def test_asyncapi_document_describes_every_topic() -> None:
         "memory.accepted",
         "memory.merged",
         "memory.skipped",
+        "memory.reversed",
+        "memdedup.command-results",
         "memory.dlq",
         "memory.changelog",
     }

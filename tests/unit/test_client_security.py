@@ -102,7 +102,7 @@ def without_connection(kwargs: dict[str, Any]) -> dict[str, Any]:
 async def test_ensure_topics(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> None:
     admin = recorder(monkeypatch, consumer.topics, "AIOKafkaAdminClient")
     created = await consumer.topics.ensure_topics(settings)
-    assert len(created) == 6
+    assert len(created) == 8
     [kwargs] = admin.made
     assert kwargs["bootstrap_servers"] == "kafka:9092"
     assert without_connection(kwargs) == EXPECTED
