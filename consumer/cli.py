@@ -198,6 +198,97 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     )
 
 
+def cmd_log(args: argparse.Namespace) -> int:
+    from consumer.auditlog import parse_since, read_log, render_log, render_log_json
+    from consumer.topic_reader import TopicsUnavailable
+
+    settings = _settings(args)
+    try:
+        since = parse_since(args.since) if args.since else None
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+    try:
+        entries = asyncio.run(
+            read_log(
+                settings,
+                tenant=args.tenant,
+                namespace=args.namespace,
+                decisions=args.decision or (),
+                since=since,
+            )
+        )
+    except TopicsUnavailable as exc:
+        print(f"memdedup: {exc}", file=sys.stderr)
+        return 1
+    if args.limit:
+        entries = entries[-args.limit :]
+    (render_log_json if args.json else render_log)(entries, sys.stdout)
+    return 0
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    from consumer.auditlog import ReviewRefused, send_review
+    from consumer.topic_reader import TopicsUnavailable
+    from schemas import CommandStatus, ReviewAction
+
+    settings = _settings(args)
+    try:
+        command, result = asyncio.run(
+            send_review(
+                settings,
+                args.decision_id,
+                ReviewAction(args.action),
+                reviewer=args.reviewer,
+                note=args.note,
+                wait_s=0 if args.no_wait else args.timeout,
+            )
+        )
+    except ReviewRefused as exc:
+        print(f"memdedup: {exc}", file=sys.stderr)
+        return 1
+    except TopicsUnavailable as exc:
+        print(f"memdedup: {exc}", file=sys.stderr)
+        return 1
+    if result is None:
+        print(
+            f"review {command.command_id} queued on {settings.topics.input}; no result within "
+            f"{0 if args.no_wait else args.timeout:g}s (it is applied when the consumer that owns "
+            f"{command.tenant_id}/{command.namespace} runs; see `memdedup log`)"
+        )
+        return 3 if not args.no_wait else 0
+    print(f"{result.status.value}: {result.detail}")
+    return 0 if result.status is CommandStatus.APPLIED else 1
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    from consumer.compact import render_outcome, run_compaction
+    from consumer.topic_reader import TopicsUnavailable
+
+    settings = _settings(args)
+    try:
+        outcome = asyncio.run(
+            run_compaction(
+                settings,
+                tenant=args.tenant,
+                namespace=args.namespace,
+                dry_run=args.dry_run,
+                report_dir=args.report_dir,
+                show_text=args.show_text,
+                wait_s=args.timeout,
+                progress_out=sys.stderr,
+            )
+        )
+    except TopicsUnavailable as exc:
+        print(f"memdedup: {exc}", file=sys.stderr)
+        return 1
+    print(render_outcome(outcome, dry_run=args.dry_run))
+    if args.dry_run or not outcome.commands:
+        return 0
+    if outcome.rejected:
+        return 1
+    return 3 if outcome.unanswered else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="memdedup",
@@ -298,6 +389,56 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--no-guards", action="store_true", help="cosine bands only")
     calibrate.add_argument("--json", action="store_true", help="print one JSON document")
     calibrate.set_defaults(func=cmd_calibrate)
+
+    log_cmd = commands.add_parser(
+        "log", help="the audit log: decisions with similarity, guard and review status"
+    )
+    log_cmd.add_argument("--tenant", default=None)
+    log_cmd.add_argument("--namespace", default=None)
+    log_cmd.add_argument(
+        "--decision",
+        action="append",
+        choices=["accepted", "merged", "skipped"],
+        help="repeatable (default: all)",
+    )
+    log_cmd.add_argument("--since", default=None, help="ISO time, or a duration: 30m, 2h, 7d")
+    log_cmd.add_argument("--limit", type=int, default=0, help="only the newest N")
+    log_cmd.add_argument("--json", action="store_true", help="print a JSON array")
+    log_cmd.add_argument("--config", type=Path, default=None)
+    log_cmd.set_defaults(func=cmd_log)
+
+    review = commands.add_parser(
+        "review", help="confirm a decision, or reverse a semantic skip or merge"
+    )
+    review.add_argument("decision_id", help="the decision_id column of `memdedup log`")
+    review.add_argument("action", choices=["confirm", "reverse"])
+    review.add_argument("--reviewer", default=None, help="who reviews (kept with the result)")
+    review.add_argument("--note", default=None, help="why (kept with the result)")
+    review.add_argument(
+        "--timeout", type=float, default=30.0, help="seconds to wait for the result (default 30)"
+    )
+    review.add_argument("--no-wait", action="store_true", help="publish and return")
+    review.add_argument("--config", type=Path, default=None)
+    review.set_defaults(func=cmd_review)
+
+    compact = commands.add_parser(
+        "compact", help="fold duplicate clusters among stored memories (--dry-run: report only)"
+    )
+    compact.add_argument("--tenant", default=None)
+    compact.add_argument("--namespace", default=None)
+    compact.add_argument("--dry-run", action="store_true", help="change nothing; write a report")
+    compact.add_argument(
+        "--report-dir",
+        type=Path,
+        default=Path("compaction-report"),
+        help="where --dry-run writes compaction-report.md/.html (default ./compaction-report)",
+    )
+    compact.add_argument("--show-text", action="store_true", help="put memory texts in the report")
+    compact.add_argument(
+        "--timeout", type=float, default=60.0, help="seconds to wait for results (default 60)"
+    )
+    compact.add_argument("--config", type=Path, default=None)
+    compact.set_defaults(func=cmd_compact)
     return parser
 
 

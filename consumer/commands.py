@@ -125,7 +125,8 @@ class CommandProcessor:
         self._topics = topics
         self._model_id = model_id
         self._changelog = changelog
-        self._dimension = dimension
+        # Non-memory points still need a vector of the collection's dimension.
+        self._dimension = dimension or engine.embedder.dimension
         self._clock = clock
 
     async def apply(

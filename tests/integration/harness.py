@@ -40,6 +40,8 @@ def make_settings(bootstrap: str, data_dir: Path, **overrides: Any) -> Settings:
             "merged": f"{prefix}.memory.merged",
             "skipped": f"{prefix}.memory.skipped",
             "dlq": f"{prefix}.memory.dlq",
+            "reversed": f"{prefix}.memory.reversed",
+            "command_results": f"{prefix}.command-results",
             "changelog": f"{prefix}.memory.changelog",
             "partitions": 3,
         },

@@ -1,0 +1,260 @@
+"""Commands on the input topic: reviews and compaction clusters, applied by the
+batch processor with a fake model and the real embedded store."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from consumer.engine.models import Scope
+from consumer.engine.normalize import content_hash, memory_id_for, normalize_content
+from consumer.pipeline import BatchProcessor
+from consumer.settings import TopicSettings
+from consumer.store.edge import EdgeMemoryStore
+from schemas import CommandResult, MemoryDecisionEvent, MemoryReversed
+
+from .conftest import EngineFactory
+from .helpers import FakeEmbedder, FakePublisher, base_vector, event_dict, make_record, unit_vector
+
+TOPICS = TopicSettings()
+TENANT, NAMESPACE = "tenant-a", "prefs"
+
+
+def memory_id(text: str) -> str:
+    return memory_id_for(TENANT, NAMESPACE, content_hash(normalize_content(text)))
+
+
+def command(command_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "schema_version": 1,
+        "command_id": command_id,
+        "tenant_id": TENANT,
+        "namespace": NAMESPACE,
+        "issued_at": datetime(2025, 1, 3, tzinfo=UTC).isoformat(),
+        "command": body,
+    }
+
+
+class Harness:
+    def __init__(
+        self, engine: Any, store: EdgeMemoryStore, embedder: FakeEmbedder, publisher: FakePublisher
+    ) -> None:
+        self.processor = BatchProcessor(
+            engine=engine,
+            store=store,
+            publisher=publisher,
+            topics=TOPICS,
+            model_id=embedder.model_id,
+            max_event_bytes=64 * 1024,
+        )
+        self.publisher = publisher
+        self.offset = 0
+
+    async def send(self, *documents: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        records = []
+        for document in documents:
+            records.append(make_record(document, offset=self.offset))
+            self.offset += 1
+        before = len(self.publisher.published)
+        await self.processor.process(records)
+        return [(r.topic, json.loads(r.value)) for r in self.publisher.published[before:]]
+
+
+@pytest.fixture
+def harness(
+    make_engine: EngineFactory,
+    store: EdgeMemoryStore,
+    embedder: FakeEmbedder,
+    publisher: FakePublisher,
+) -> Harness:
+    embedder.set("User likes green tea", base_vector())
+    embedder.set("User enjoys green tea", unit_vector(0.85, 1))  # merge band (0.80-0.90)
+    embedder.set("User loves green tea", unit_vector(0.95, 2))  # skip band (>= 0.90)
+    return Harness(make_engine(), store, embedder, publisher)
+
+
+def review(decision: dict[str, Any], action: str) -> dict[str, Any]:
+    return {
+        "type": "review",
+        "decision_id": decision["decision_id"],
+        "event_id": decision["event_id"],
+        "action": action,
+    }
+
+
+async def test_reversing_a_merge_separates_the_memories(
+    harness: Harness, store: EdgeMemoryStore
+) -> None:
+    [(_, accepted)] = await harness.send(event_dict(event_id="e1", content="User likes green tea"))
+    [(topic, merged)] = await harness.send(
+        event_dict(event_id="e2", content="User enjoys green tea")
+    )
+    assert (topic, merged["decision"], merged["memory"]["seen_count"]) == (
+        TOPICS.merged,
+        "merged",
+        2,
+    )
+
+    outputs = await harness.send(command("c1", review(merged, "reverse")))
+    assert [topic for topic, _ in outputs] == [TOPICS.reversed, TOPICS.command_results]
+    reversal = MemoryReversed.model_validate(outputs[0][1])
+    result = CommandResult.model_validate(outputs[1][1])
+    assert result.status.value == "applied"
+    assert result.review_status is not None
+    assert result.review_status.value == "reversed"
+    assert reversal.restored_memory.memory_id == memory_id("User enjoys green tea")
+    assert reversal.target_memory is not None
+    assert reversal.target_memory.memory_id == accepted["memory_id"]
+    assert reversal.target_memory.seen_count == 1
+    assert reversal.target_memory.merged_event_ids == []
+    assert reversal.target_text_restored is True
+
+    stored = await store.get_memories(
+        0, [memory_id("User enjoys green tea"), accepted["memory_id"]]
+    )
+    assert stored[memory_id("User enjoys green tea")].content == "User enjoys green tea"
+    assert stored[memory_id("User enjoys green tea")].vector is not None
+    assert stored[accepted["memory_id"]].seen_count == 1
+
+    # A redelivered command re-emits the same records and changes nothing.
+    again = await harness.send(command("c1", review(merged, "reverse")))
+    assert again == outputs
+    # A new review of the same decision is rejected: already reversed.
+    [(_, second)] = await harness.send(command("c2", review(merged, "reverse")))
+    assert (second["status"], second["detail"]) == ("rejected", "the decision was already reversed")
+
+    # The event's text now has its own memory: an exact repeat is skipped into it.
+    [(_, repeat)] = await harness.send(event_dict(event_id="e3", content="user enjoys green tea!"))
+    assert (repeat["decision"], repeat["reason"]) == ("skipped", "exact")
+    assert repeat["memory_id"] == memory_id("User enjoys green tea")
+
+
+async def test_reversing_a_semantic_skip_gives_back_the_count(harness: Harness) -> None:
+    await harness.send(event_dict(event_id="e1", content="User likes green tea"))
+    [(_, skipped)] = await harness.send(event_dict(event_id="e2", content="User loves green tea"))
+    assert (skipped["decision"], skipped["reason"]) == ("skipped", "semantic")
+    assert skipped["memory"]["seen_count"] == 2
+    outputs = await harness.send(command("c1", review(skipped, "reverse")))
+    reversal = MemoryReversed.model_validate(outputs[0][1])
+    assert reversal.original_decision.value == "skipped"
+    assert reversal.target_memory is not None
+    assert reversal.target_memory.seen_count == 1
+    assert reversal.restored_memory.content == "User loves green tea"
+
+
+async def test_reviews_that_cannot_apply_are_rejected_with_a_reason(harness: Harness) -> None:
+    [(_, accepted)] = await harness.send(event_dict(event_id="e1", content="User likes green tea"))
+    [(_, exact)] = await harness.send(event_dict(event_id="e2", content="user likes green tea"))
+    [(_, r1)] = await harness.send(command("c1", review(accepted, "reverse")))
+    assert r1["status"] == "rejected"
+    assert "nothing to reverse" in r1["detail"]
+    [(_, r2)] = await harness.send(command("c2", review(exact, "reverse")))
+    assert r2["status"] == "rejected"
+    assert "exact skipped cannot be reversed" in r2["detail"]
+    unknown = {**review(accepted, "confirm"), "event_id": "nope"}
+    [(_, r3)] = await harness.send(command("c3", unknown))
+    assert r3["status"] == "rejected"
+    assert r3["detail"].startswith("no decision")
+    [(_, r4)] = await harness.send(command("c4", review(accepted, "confirm")))
+    assert (r4["status"], r4["review_status"]) == ("applied", "confirmed")
+
+
+async def test_a_reviewed_pair_is_never_matched_again(
+    make_engine: EngineFactory, store: EdgeMemoryStore, embedder: FakeEmbedder
+) -> None:
+    embedder.set("User likes green tea", base_vector())
+    embedder.set("User loves green tea", unit_vector(0.95, 2))
+    engine = make_engine()
+    harness = Harness(engine, store, embedder, FakePublisher())
+    await harness.send(event_dict(event_id="e1", content="User likes green tea"))
+    engine.reviewed.add(
+        Scope(TENANT, NAMESPACE),
+        content_hash(normalize_content("User loves green tea")),
+        content_hash(normalize_content("User likes green tea")),
+    )
+    [(_, decided)] = await harness.send(event_dict(event_id="e2", content="User loves green tea"))
+    assert decided["decision"] == "accepted"
+    assert decided["guard"]["name"] == "reviewed_pair"
+
+
+def compact(keeper: str, members: list[tuple[str, str]], run_id: str = "r1") -> dict[str, Any]:
+    return {
+        "type": "compact",
+        "run_id": run_id,
+        "keeper_id": memory_id(keeper),
+        "keeper_hash": content_hash(normalize_content(keeper)),
+        "members": [
+            {
+                "memory_id": memory_id(text),
+                "content_hash": content_hash(normalize_content(text)),
+                "similarity": 0.95,
+                "decision": decision,
+            }
+            for text, decision in members
+        ],
+    }
+
+
+async def test_compaction_folds_members_into_the_keeper_and_redirects_their_ids(
+    make_engine: EngineFactory, store: EdgeMemoryStore, embedder: FakeEmbedder
+) -> None:
+    harness = Harness(make_engine(), store, embedder, FakePublisher())
+    # Orthogonal vectors: all accepted as separate memories.
+    texts = ["User likes green tea", "User enjoys green tea", "User loves green tea"]
+    for index, text in enumerate(texts):
+        await harness.send(event_dict(event_id=f"e{index}", content=text, topics=[f"t{index}"]))
+    outputs = await harness.send(
+        command("c1", compact(texts[0], [(texts[1], "merged"), (texts[2], "skipped")]))
+    )
+    topics = [topic for topic, _ in outputs]
+    assert topics == [TOPICS.merged, TOPICS.skipped, TOPICS.command_results]
+    merged = MemoryDecisionEvent.model_validate(outputs[0][1])
+    assert merged.reason.value == "compaction"
+    assert merged.superseded_memory_id == memory_id(texts[1])
+    assert merged.memory_id == memory_id(texts[0])
+    assert outputs[2][1]["removed_memory_ids"] == [memory_id(texts[1]), memory_id(texts[2])]
+    keeper = outputs[1][1]["memory"]
+    assert keeper["seen_count"] == 3
+    assert keeper["topics"] == ["t0", "t1", "t2"]
+    assert [s["event_id"] for s in keeper["merged_from"]] == ["e1", "e2"]
+    assert await store.count_memories(0) == 1
+    # A member's id now leads to the keeper; an exact repeat is skipped into it.
+    found = await store.get_memories(0, [memory_id(texts[2])])
+    assert found[memory_id(texts[2])].memory_id == memory_id(texts[0])
+    [(_, repeat)] = await harness.send(event_dict(event_id="e9", content="user loves green tea"))
+    assert (repeat["decision"], repeat["memory_id"]) == ("skipped", memory_id(texts[0]))
+
+    # A cluster planned before these changes no longer applies.
+    [(_, stale)] = await harness.send(
+        command("c2", compact(texts[1], [(texts[0], "merged")], run_id="r2"))
+    )
+    assert stale["status"] == "rejected"
+    assert "changed or was removed" in stale["detail"]
+    assert await store.count_memories(0) == 1
+
+
+async def test_a_malformed_command_is_dead_lettered_with_its_id(harness: Harness) -> None:
+    bad = command("c-bad", {"type": "review", "decision_id": "d"})
+    [(topic, _)] = await harness.send(bad)
+    assert topic == TOPICS.dlq
+    dead = harness.publisher.published[-1]
+    assert dead.headers["error_code"] == "schema_violation"
+    assert dead.headers["event_id"] == "c-bad"
+
+
+async def test_commands_wait_for_the_store_when_failing_open(harness: Harness) -> None:
+    record = make_record(
+        command("c1", {"type": "review", "decision_id": "d", "event_id": "e", "action": "confirm"}),
+        offset=7,
+    )
+    summary = await harness.processor.process_fail_open([record])
+    [deferred] = harness.publisher.published
+    assert (deferred.topic, deferred.partition, deferred.value) == (
+        TOPICS.input,
+        0,
+        record.value,
+    )
+    assert summary.rerouted == 1

@@ -1,0 +1,145 @@
+"""The progress bar of long compaction runs, on a fake clock."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from consumer.compaction import Progress
+from consumer.compaction.progress import format_duration
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class TerminalStream(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_line_shows_bar_counts_percent_rate_and_eta() -> None:
+    clock = FakeClock()
+    progress = Progress(5000, "compact", io.StringIO(), clock=clock)
+    progress.done = 1234
+    clock.now += 1234 / 312
+
+    assert progress.render() == (
+        "compact  [#####...................]  1,234/5,000  24%  312/s  eta 12s"
+    )
+
+
+def test_before_any_time_has_passed_rate_and_eta_are_unknown() -> None:
+    progress = Progress(10, "compact", io.StringIO(), clock=FakeClock())
+    assert progress.render().endswith("0/10  0%  --/s  eta --")
+
+
+def test_off_a_terminal_it_writes_one_line_per_ten_percent() -> None:
+    clock = FakeClock()
+    out = io.StringIO()
+    with Progress(200, "compact", out, clock=clock) as progress:
+        for _ in range(200):
+            clock.now += 0.01
+            progress.advance()
+
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 10
+    assert [line.split()[-4] for line in lines] == [f"{p}%" for p in range(10, 101, 10)]
+    assert "\r" not in out.getvalue()
+    assert lines[-1].startswith("compact  [" + "#" * 24 + "]  200/200  100%  100/s")
+
+
+def test_closing_early_writes_where_it_stopped() -> None:
+    clock = FakeClock()
+    out = io.StringIO()
+    progress = Progress(100, "compact", out, clock=clock)
+    progress.advance(55)
+    clock.now += 1
+    progress.advance(3)  # still in the 50% step: no line
+    progress.close()
+    progress.close()  # once only
+
+    lines = out.getvalue().splitlines()
+    assert [line.split()[2:4] for line in lines] == [["55/100", "55%"], ["58/100", "58%"]]
+
+
+def test_close_adds_no_line_when_the_last_one_is_current() -> None:
+    out = io.StringIO()
+    progress = Progress(100, "compact", out, clock=FakeClock())
+    progress.advance(35)
+    progress.advance(65)
+    progress.close()
+
+    assert [line.split()[3] for line in out.getvalue().splitlines()] == ["35%", "100%"]
+
+
+def test_on_a_terminal_it_redraws_one_line_at_most_every_interval() -> None:
+    clock = FakeClock()
+    out = TerminalStream()
+    progress = Progress(1000, "compact", out, min_interval_s=0.2, clock=clock)
+    progress.advance(1)  # first draw
+    for _ in range(10):
+        clock.now += 0.01
+        progress.advance(1)  # within the interval: no redraw
+    clock.now += 0.2
+    progress.advance(1)
+    progress.close()
+
+    text = out.getvalue()
+    draws = text.split("\r")[1:]
+    assert len(draws) == 3  # first, after the interval, final
+    assert "1/1,000" in draws[0]
+    assert "12/1,000" in draws[1]
+    assert draws[2].startswith("compact  [")
+    assert "12/1,000" in draws[2]
+    assert text.endswith("\n")
+    assert text.count("\n") == 1
+
+
+def test_more_than_the_total_is_shown_as_counted() -> None:
+    out = io.StringIO()
+    progress = Progress(10, "compact", out, clock=FakeClock())
+    progress.advance(12)
+    progress.close()
+
+    line = out.getvalue().splitlines()[-1]
+    assert "12/10  100%" in line
+    assert "[" + "#" * 24 + "]" in line
+
+
+def test_an_empty_run_reports_done_on_close() -> None:
+    out = io.StringIO()
+    Progress(0, "compact", out, clock=FakeClock()).close()
+    assert out.getvalue() == "compact  [" + "#" * 24 + "]  0/0  100%  --/s  eta --\n"
+
+
+def test_a_closed_stream_counts_as_no_terminal() -> None:
+    out = TerminalStream()
+    progress = Progress(10, "compact", out, tty=False, clock=FakeClock())
+    progress.advance(10)
+    assert "\r" not in out.getvalue()
+
+    closed = io.StringIO()
+    closed.close()
+    Progress(10, "compact", closed, clock=FakeClock())  # no error on isatty
+
+
+def test_bad_arguments_are_refused() -> None:
+    with pytest.raises(ValueError, match="total"):
+        Progress(-1, "compact", io.StringIO())
+    progress = Progress(1, "compact", io.StringIO())
+    with pytest.raises(ValueError, match="n must be"):
+        progress.advance(-1)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0, "0s"), (12.4, "12s"), (59.6, "1m00s"), (185, "3m05s"), (7620, "2h07m")],
+)
+def test_durations_read_short(seconds: float, text: str) -> None:
+    assert format_duration(seconds) == text
