@@ -16,11 +16,13 @@ exactly as the engine embeds (``normalize_content`` first), and compares:
 
 * **cosine**: predicted duplicate when ``cosine >= t``;
 * **pipeline**: the consumer's decision (``consumer.quality.rule.decide_pair``):
-  exact check, bands, then the guards' veto. At a threshold ``t`` other than the
-  defaults, ``t`` is the merge threshold (predicted duplicate = skipped or merged).
+  exact check, bands, then the guards' veto, then the verifier's (the local one,
+  ``dedup.verifier``). At a threshold ``t`` other than the defaults, ``t`` is the
+  merge threshold (predicted duplicate = skipped or merged);
+* **guards only**: the pipeline without the verifier, to show what it adds.
 
 It prints, per set, precision / recall / F1 at the shipped defaults
-(merge_threshold 0.84: anything at or above it is merged or skipped) and at each
+(merge_threshold 0.77: anything at or above it is merged or skipped) and at each
 method's best-F1 threshold (grid 0.50..1.00, step 0.01), the pipeline / cosine
 ratios, and the PAWS target: pipeline precision at least 0.15 higher than cosine
 alone at the same recall. "Cosine precision at recall R" is the best precision
@@ -53,6 +55,7 @@ if str(REPO_ROOT) not in sys.path:
 
 from consumer.engine.guards import check_pair  # noqa: E402
 from consumer.engine.thresholds import Bands  # noqa: E402
+from consumer.engine.verifier import LocalVerifier, build_verifier  # noqa: E402
 from consumer.quality.calibrate import GRID, pair_facts  # noqa: E402
 from consumer.quality.evaluate import embed_similarities, policy_from_settings  # noqa: E402
 from consumer.quality.metrics import Confusion  # noqa: E402
@@ -135,29 +138,57 @@ def ratio(a: float | None, b: float | None) -> str:
 
 
 def evaluate_set(
-    name: str, pairs: Sequence[LabelledPair], scores: FloatArray, bands: Bands
+    name: str,
+    pairs: Sequence[LabelledPair],
+    scores: FloatArray,
+    bands: Bands,
+    verifier: LocalVerifier | None,
 ) -> dict[str, Any]:
     labels = np.array([p.duplicate for p in pairs], dtype=np.bool_)
     started = time.perf_counter()
-    facts = pair_facts(pairs, scores.tolist(), guards=True)
+    guard_facts = pair_facts(pairs, scores.tolist(), guards=True)
     guard_s = time.perf_counter() - started
+    # The verifier's cost: every pair the guards let through from the lowest grid
+    # threshold up (what calibration asks it), timed alone.
+    asked = [
+        (p.existing.strip(), p.new, float(s))
+        for p, s, f in zip(pairs, scores, guard_facts, strict=True)
+        if not f.vetoed and not f.exact and s >= GRID[0]
+    ]
+    verifier_us = None
+    if verifier is not None and asked:
+        started = time.perf_counter()
+        for existing, new, similarity in asked:
+            verifier.judge(existing, new, similarity)
+        verifier_us = round((time.perf_counter() - started) / len(asked) * 1e6, 1)
+    facts = pair_facts(pairs, scores.tolist(), guards=True, verifier=verifier)
+    guard_vetoed = np.array([f.vetoed for f in guard_facts], dtype=np.bool_)
     by_guard: dict[str, list[int]] = {}
-    for pair, fact in zip(pairs, facts, strict=True):
+    for pair, fact, guard_fact in zip(pairs, facts, guard_facts, strict=True):
         if fact.vetoed:
             veto = check_pair(pair.existing.strip(), pair.new)
-            assert veto is not None
-            counts = by_guard.setdefault(veto.guard.value, [0, 0])
+            name_ = veto.guard.value if veto is not None else "verifier"
+            assert veto is not None or not guard_fact.vetoed
+            counts = by_guard.setdefault(name_, [0, 0])
             counts[0 if pair.duplicate else 1] += 1
     exact = np.array([f.exact for f in facts], dtype=np.bool_)
     vetoed = np.array([f.vetoed for f in facts], dtype=np.bool_)
     cosine_curve = [point(t, scores >= t, labels) for t in GRID]
     pipeline_curve = [point(t, exact | ((scores >= t) & ~vetoed), labels) for t in GRID]
+    guards_curve = [point(t, exact | ((scores >= t) & ~guard_vetoed), labels) for t in GRID]
     decided = np.array(
         [
-            decide_pair(p.existing, p.new, float(s), bands, guards=True).duplicate
+            decide_pair(
+                p.existing, p.new, float(s), bands, guards=True, verifier=verifier
+            ).duplicate
             for p, s in zip(pairs, scores, strict=True)
         ],
         dtype=np.bool_,
+    )
+    guards_default = point(
+        bands.merge_threshold,
+        exact | ((scores >= bands.merge_threshold) & ~guard_vetoed),
+        labels,
     )
     cosine_default = point(bands.merge_threshold, scores >= bands.merge_threshold, labels)
     pipeline_default = point(bands.merge_threshold, decided, labels)
@@ -183,6 +214,10 @@ def evaluate_set(
         "vetoed_distinct": int((vetoed & ~labels).sum()),
         "vetoes_by_guard": {g: {"duplicate": c[0], "distinct": c[1]} for g, c in by_guard.items()},
         "guard_us_per_pair": round(guard_s / max(len(pairs), 1) * 1e6, 1),
+        "verifier_us_per_pair": verifier_us,
+        "verifier_pairs_timed": len(asked),
+        "guards_default": guards_default.__dict__,
+        "guards_best": best_f1(guards_curve).__dict__,
         "cosine_default": cosine_default.__dict__,
         "pipeline_default": pipeline_default.__dict__,
         "cosine_best": best_f1(cosine_curve).__dict__,
@@ -198,7 +233,9 @@ def print_set(result: dict[str, Any]) -> None:
     print(
         f"\n### {result['name']}: {result['pairs']} pairs ({result['duplicates']} duplicate); "
         f"guards veto {result['vetoed']} ({result['vetoed_duplicates']} duplicate, "
-        f"{result['vetoed_distinct']} distinct), {result['guard_us_per_pair']} us/pair\n"
+        f"{result['vetoed_distinct']} distinct), guards {result['guard_us_per_pair']} us/pair, "
+        f"verifier {result['verifier_us_per_pair']} us/pair "
+        f"({result['verifier_pairs_timed']} pairs timed)\n"
     )
     if result["vetoes_by_guard"]:
         parts = [
@@ -210,8 +247,10 @@ def print_set(result: dict[str, Any]) -> None:
     print("|---|---|---|---|---|---|")
     for label, m in (
         ("cosine @ defaults", cd),
+        ("guards only @ defaults", result["guards_default"]),
         ("pipeline @ defaults", pd),
         ("cosine @ best F1", cb),
+        ("guards only @ best F1", result["guards_best"]),
         ("pipeline @ best F1", pb),
     ):
         print(
@@ -234,15 +273,17 @@ def print_set(result: dict[str, Any]) -> None:
 def summary_rows(results: Sequence[dict[str, Any]]) -> None:
     print("\n### Summary (F1; pipeline / cosine ratio)\n")
     print(
-        "| set | cosine P/R/F1 @0.84 | pipeline P/R/F1 @defaults | ratio F1 "
-        "| cosine best F1 (t) | pipeline best F1 (t) | ratio |"
+        "| set | cosine P/R/F1 @defaults | guards only P/R/F1 | pipeline P/R/F1 @defaults "
+        "| ratio F1 | cosine best F1 (t) | pipeline best F1 (t) | ratio |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for r in results:
         cd, pd = r["cosine_default"], r["pipeline_default"]
         cb, pb = r["cosine_best"], r["pipeline_best"]
+        gd = r["guards_default"]
         print(
             f"| {r['name']} | {fmt(cd['precision'])}/{fmt(cd['recall'])}/{fmt(cd['f1'])} "
+            f"| {fmt(gd['precision'])}/{fmt(gd['recall'])}/{fmt(gd['f1'])} "
             f"| {fmt(pd['precision'])}/{fmt(pd['recall'])}/{fmt(pd['f1'])} "
             f"| {ratio(pd['f1'], cd['f1'])} | {fmt(cb['f1'])} ({cb['threshold']:.2f}) "
             f"| {fmt(pb['f1'])} ({pb['threshold']:.2f}) | {ratio(pb['f1'], cb['f1'])} |"
@@ -262,7 +303,7 @@ def paws_target(results: Sequence[dict[str, Any]]) -> None:
         rows: list[tuple[str, float, float, float]] = []
         if r["gain_at_default"] is not None:
             rec, p, c = r["gain_at_default"]
-            rows.append(("defaults (merge 0.84)", rec, p, c))
+            rows.append(("defaults", rec, p, c))
         pb = r["pipeline_best"]
         for t, rec, p, c, _ in r["gain_curve"]:
             if abs(t - pb["threshold"]) < 1e-9:
@@ -338,7 +379,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cosine >= t (cosine). false-merge rate = distinct pairs predicted duplicate / "
         "distinct pairs."
     )
-    results = [evaluate_set(name, pairs, scores[name], bands) for name, pairs in sets.items()]
+    verifier = build_verifier(settings.dedup)
+    if verifier is not None and not isinstance(verifier, LocalVerifier):
+        print("dedup.verifier is an LLM: the benchmark measures its local fallback")
+        verifier = verifier.fallback
+    results = [
+        evaluate_set(name, pairs, scores[name], bands, verifier) for name, pairs in sets.items()
+    ]
     for result in results:
         print_set(result)
     summary_rows(results)

@@ -28,6 +28,7 @@ from consumer.engine.dedup import DedupEngine
 from consumer.engine.merge import build_merger
 from consumer.engine.recent import RecentCache
 from consumer.engine.thresholds import Bands, ThresholdPolicy
+from consumer.engine.verifier import build_verifier
 from consumer.errors import PublishFailed, StoreUnavailable, TransientError
 from consumer.health import HealthServer
 from consumer.kafka_security import aiokafka_kwargs, faststream_security
@@ -437,6 +438,7 @@ def create_app(
             guards=settings.dedup.guards_enabled,
             decide_without_model=settings.dedup.on_model_unavailable == "exact_recent_only",
             merger=build_merger(settings.dedup),
+            verifier=build_verifier(settings.dedup),
         )
         publisher = BrokerPublisher(broker)
         if uses_changelog(settings, runtime.store):
@@ -458,6 +460,7 @@ def create_app(
             metrics=runtime.metrics,
             # A shared server can see two consumers' work overlap; a shard cannot.
             reconcile=runtime.changelog is None,
+            compaction=settings.compaction,
         )
         runtime.service = ConsumerService(
             processor=processor,

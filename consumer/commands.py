@@ -35,6 +35,7 @@ from consumer.engine.normalize import (
     memory_id_for,
     normalize_content,
 )
+from consumer.engine.thresholds import Bands
 from consumer.records import OutgoingRecord
 from consumer.settings import TopicSettings
 from consumer.store import codec
@@ -172,10 +173,14 @@ class CommandProcessor:
                 self._dimension,
             )
         )
-        await self._persist(partition, points)
+        await self.persist(partition, points)
         return outputs
 
-    async def _persist(self, partition: int, points: list[codec.RawPoint]) -> None:
+    def bands_for(self, namespace: str) -> Bands:
+        return self._engine.policy.bands_for(namespace)
+
+    async def persist(self, partition: int, points: list[codec.RawPoint]) -> None:
+        """Changelog first, then the store (as the batch processor writes)."""
         offset = None
         if self._changelog is not None:
             offset = await self._changelog.append(partition, points)

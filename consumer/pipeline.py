@@ -26,8 +26,9 @@ from consumer.engine.models import BatchPlan, Candidate, DecisionRecord, Outcome
 from consumer.engine.normalize import decision_id_for
 from consumer.metrics import ServiceMetrics
 from consumer.partitioning import canonical_partition
+from consumer.periodic import PeriodicCompaction
 from consumer.records import InputRecord, OutgoingRecord
-from consumer.settings import TopicSettings
+from consumer.settings import CompactionSettings, TopicSettings
 from consumer.store.codec import decision_point, memory_point
 from consumer.typing import MemoryStore, RecordPublisher
 from consumer.validation import ParsedCommand, Rejection, parse_record
@@ -122,6 +123,7 @@ class BatchProcessor:
         dimension: int = 0,
         metrics: ServiceMetrics | None = None,
         reconcile: bool = False,
+        compaction: CompactionSettings | None = None,
     ) -> None:
         """`reconcile`: re-check scopes after inserting, for a store shared by
         consumers whose work may overlap (a Qdrant server)."""
@@ -142,6 +144,18 @@ class BatchProcessor:
             model_id=model_id,
             changelog=changelog,
             dimension=dimension,
+        )
+        self._periodic = (
+            PeriodicCompaction(
+                settings=compaction,
+                store=store,
+                commands=self._commands,
+                guards=engine.guards_enabled,
+                input_topic=topics.input,
+                dimension=dimension or engine.embedder.dimension,
+            )
+            if compaction is not None and compaction.periodic
+            else None
         )
 
     def _decision_topic(self, decision: Decision) -> str:
@@ -294,6 +308,12 @@ class BatchProcessor:
 
         outgoing.sort(key=lambda item: (item[0], item[1]))
         await self._publisher.publish_all([record for _, _, record in outgoing])
+        if self._periodic is not None and by_partition:
+            touched = [(p, c.scope) for p, candidates in by_partition.items() for c in candidates]
+            last_offset = max(r.offset for r in records)
+            compacted = await self._periodic.after_batch(touched, offset=last_offset)
+            if compacted:
+                await self._publisher.publish_all(compacted)
         return summary
 
     async def _process_partition(

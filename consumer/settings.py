@@ -20,7 +20,7 @@ from schemas.events import NAMESPACE_PATTERN, MergePolicy
 # Chosen from measurements on labelled pairs (docs/thresholds.md); bound to the
 # default model: a different model needs its own calibration.
 DEFAULT_DUPLICATE_THRESHOLD = 0.96
-DEFAULT_MERGE_THRESHOLD = 0.84
+DEFAULT_MERGE_THRESHOLD = 0.77
 
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 
@@ -65,6 +65,36 @@ class MergerSettings(BaseModel):
     timeout_s: Annotated[float, Field(gt=0)] = 10.0
 
 
+class VerifierSettings(BaseModel):
+    """The gray-zone verifier (consumer.engine.verifier): every semantic match that
+    reaches a band and passes the guards is judged "same fact?" before it is
+    skipped or merged."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # local: the shipped pair classifier; llm: an OpenAI-compatible endpoint, with
+    # the local classifier as fallback; off: bands and guards only.
+    kind: Literal["local", "llm", "off"] = "local"
+    # P(same fact) below this vetoes the match; empty: the cut shipped with the
+    # model (calibrated with the default thresholds, docs/quality.md).
+    min_probability: Unit | None = None
+    # Empty: consumer/data/verifier.json (tools/train_verifier.py writes it).
+    model_path: Path | None = None
+    # kind llm: e.g. https://api.openai.com/v1 (POST {base_url}/chat/completions).
+    base_url: str | None = None
+    model: str = "gpt-4o-mini"
+    # Name of the environment variable holding the API key (never in the file).
+    api_key_env: str = "OPENAI_API_KEY"
+    # Past this, the local verifier decides instead.
+    timeout_s: Annotated[float, Field(gt=0)] = 5.0
+
+    @model_validator(mode="after")
+    def _llm_needs_base_url(self) -> Self:
+        if self.kind == "llm" and not self.base_url:
+            raise ValueError("verifier kind llm needs dedup.verifier.base_url")
+        return self
+
+
 class DedupSettings(BandSettings):
     namespaces: dict[
         Annotated[str, Field(pattern=NAMESPACE_PATTERN, max_length=64)], BandSettings
@@ -83,6 +113,7 @@ class DedupSettings(BandSettings):
     on_store_unavailable: Literal["wait", "accept"] = "wait"
     # Used by namespaces whose merge_policy is synthesize.
     merger: MergerSettings = MergerSettings()
+    verifier: VerifierSettings = VerifierSettings()
 
     @model_validator(mode="after")
     def _synthesize_needs_merger(self) -> Self:
@@ -168,6 +199,22 @@ class QdrantSettings(BaseModel):
         if self.location:
             return "local"
         return "edge"
+
+
+class CompactionSettings(BaseModel):
+    """Batch compaction (`memdedup compact`) and its optional periodic trigger."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # Nearest neighbours looked at per memory, and the largest cluster folded at once.
+    neighbours: Annotated[int, Field(ge=1, le=100)] = 10
+    max_cluster_size: Annotated[int, Field(ge=2, le=100)] = 50
+    # Periodic trigger inside the consumer (off by default): after a batch, a scope
+    # it touched is compacted when it holds more than `min_memories` memories and
+    # its last compaction is older than `interval_s`.
+    periodic: bool = False
+    min_memories: Annotated[int, Field(ge=1)] = 1000
+    interval_s: Annotated[float, Field(gt=0)] = 86_400.0
 
 
 class EmbeddingSettings(BaseModel):
@@ -320,6 +367,7 @@ class Settings(BaseSettings):
     qdrant: QdrantSettings = QdrantSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()
     dedup: DedupSettings = DedupSettings()
+    compaction: CompactionSettings = CompactionSettings()
     retry: RetrySettings = RetrySettings()
     limits: LimitSettings = LimitSettings()
     log: LogSettings = LogSettings()

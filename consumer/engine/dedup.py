@@ -43,6 +43,7 @@ from consumer.engine.normalize import normalize_content
 from consumer.engine.recent import RecentCache, RecentEntry, ScopedHash
 from consumer.engine.reviewed import ReviewedPairs
 from consumer.engine.thresholds import Bands, ThresholdPolicy
+from consumer.engine.verifier import Verifier
 from consumer.errors import EmbedderUnavailable
 from consumer.typing import Embedder, MemoryStore
 from schemas import CheckName, Decision, DecisionReason, MergePolicy
@@ -118,14 +119,18 @@ class DedupEngine:
         decide_without_model: bool = False,
         merger: Merger | None = None,
         reviewed: ReviewedPairs | None = None,
+        verifier: Verifier | None = None,
         clock: Callable[[], datetime] = _utcnow,
     ) -> None:
         """`decide_without_model`: when the model fails, decide with exact and
         recent only and accept the rest as degraded (their memories are embedded
         once the model is back) instead of waiting for it. `merger`: writes the
         text of merges in namespaces whose merge policy is `synthesize` (without
-        one, those merges fall back to replace_with_newer)."""
+        one, those merges fall back to replace_with_newer). `verifier`: judges each
+        match that reaches a band and passes the guards (consumer.engine.verifier);
+        "different fact" vetoes it like a guard; None: no verifier."""
         self._merger = merger
+        self._verifier = verifier
         # Pairs a reviewer separated; loaded per partition by the caller
         # (consumer.review.load_reviewed_pairs) before the partition is decided.
         self._reviewed = reviewed or ReviewedPairs()
@@ -218,6 +223,8 @@ class DedupEngine:
                 if (other.created_at, other.memory_id) >= (mine.created_at, mine.memory_id):
                     continue
                 if self._guards and check_pair(other.content, outcome.candidate.event.content):
+                    continue
+                if await self._verifier_veto(other, outcome.candidate, match.score):
                     continue
                 losers.append((outcome, match))
                 break
@@ -377,7 +384,7 @@ class DedupEngine:
         matches = self._matches(candidate, state)
         bands = self._policy.bands_for(candidate.event.namespace)
         top_score = matches[0].score if matches else None
-        chosen, decision, threshold, veto = self._first_allowed(candidate, matches, bands)
+        chosen, decision, threshold, veto = await self._first_allowed(candidate, matches, bands)
         checks.append(
             CheckRun(
                 CheckName.SEMANTIC, decision is not Decision.ACCEPTED, state.semantic_ms, top_score
@@ -398,11 +405,12 @@ class DedupEngine:
             return await self._merge(candidate, state, chosen, threshold, checks, bands, veto)
         return self._accept(candidate, state, checks, veto)
 
-    def _first_allowed(
+    async def _first_allowed(
         self, candidate: Candidate, matches: Sequence[ScoredMemory], bands: Bands
     ) -> tuple[ScoredMemory | None, Decision, float | None, GuardHit | None]:
-        """The best match that reaches a band and that no guard vetoes. A vetoed
-        pair is treated as below threshold, and the next match is tried."""
+        """The best match that reaches a band and that neither a guard nor the
+        verifier vetoes. A vetoed pair is treated as below threshold, and the next
+        match is tried."""
         first_veto: GuardHit | None = None
         for match in matches:
             decision, threshold = bands.classify(match.score)
@@ -412,10 +420,23 @@ class DedupEngine:
                 check_pair(match.memory.content, candidate.event.content) if self._guards else None
             )
             if veto is None:
+                veto = await self._verifier_veto(match.memory, candidate, match.score)
+            if veto is None:
                 return match, decision, threshold, first_veto
             if first_veto is None:
                 first_veto = GuardHit(veto, match.memory.memory_id, match.score)
         return None, Decision.ACCEPTED, None, first_veto
+
+    async def _verifier_veto(
+        self, memory: MemoryRecord, candidate: Candidate, similarity: float
+    ) -> GuardVeto | None:
+        """The verifier's "different fact" as a veto; None when it agrees or is off."""
+        if self._verifier is None:
+            return None
+        verdict = await self._verifier.verify(memory.content, candidate.event.content, similarity)
+        if verdict.same_fact:
+            return None
+        return GuardVeto(GuardName.VERIFIER, f"{verdict.source}: {verdict.detail}"[:199])
 
     def _reviewed_veto(self, candidate: Candidate, memory: MemoryRecord) -> GuardVeto | None:
         if self._reviewed.separated(candidate.scope, candidate.content_hash, memory.content_hash):

@@ -1,9 +1,11 @@
 """Deterministic vetoes on semantic skips and merges.
 
-Cosine similarity of sentence embeddings is blind to three changes that turn one
+Cosine similarity of sentence embeddings is blind to changes that turn one
 fact into another while keeping almost every word: numbers ("9am" / "9pm",
-"PR #260" / "#480", "Monday" / "Tuesday"), polarity ("likes" / "doesn't like")
-and roles ("Alice loves Bob" / "Bob loves Alice"). Such pairs score higher than
+"PR #260" / "#480", "Monday" / "Tuesday"), polarity ("likes" / "doesn't like",
+"open" / "closed", "decided against"), roles ("Alice loves Bob" / "Bob loves
+Alice", "gym after lunch" / "lunch after the gym") and whose fact it is ("User
+is vegetarian" / "User's son is vegetarian"). Such pairs score higher than
 many true paraphrases, so no threshold separates them (see docs/thresholds.md).
 :func:`check_pair` runs before a semantic skip or merge and vetoes it when the
 two texts differ in one of those ways; a vetoed pair is then stored as a new
@@ -24,7 +26,15 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Final
 
-__all__ = ["GuardName", "GuardVeto", "check_pair"]
+__all__ = [
+    "GuardName",
+    "GuardVeto",
+    "PairSignals",
+    "TextSignals",
+    "check_pair",
+    "pair_signals",
+    "text_signals",
+]
 
 
 class GuardName(StrEnum):
@@ -35,6 +45,9 @@ class GuardName(StrEnum):
     NEGATION = "negation"
     # Not a text guard: a reviewer reversed a decision on this pair before.
     REVIEWED_PAIR = "reviewed_pair"
+    # Not a text guard: the gray-zone verifier judged the texts different facts
+    # (consumer.engine.verifier).
+    VERIFIER = "verifier"
 
 
 @dataclass(frozen=True, slots=True)
@@ -508,7 +521,7 @@ _RELATION_GROUPS: Final[tuple[tuple[str, ...], ...]] = (
     ("mother", "mom", "mum", "mommy", "mummy"), ("father", "dad", "daddy"),
     ("parent", "parents"), ("brother", "brothers"), ("sister", "sisters"),
     ("sibling", "siblings"), ("wife",), ("husband",),
-    ("partner", "spouse", "girlfriend", "boyfriend", "fiance", "fiancee"),
+    ("partner", "spouse", "girlfriend", "boyfriend", "fiance", "fiancee", "married"),
     ("grandmother", "grandma", "granny"), ("grandfather", "grandpa"),
     ("grandparent", "grandparents"), ("uncle",), ("aunt",), ("cousin", "cousins"),
     ("niece",), ("nephew",), ("friend", "friends"), ("roommate", "flatmate", "housemate"),
@@ -561,6 +574,7 @@ _ANTONYM_PHRASES: Final[dict[tuple[str, str], tuple[int, int]]] = {
     for form in forms
     if " " in form
 }
+_POSSESSIVES: Final = frozenset({"my", "your", "his", "her", "their", "our"})
 _MONTH_STEMS: Final = frozenset(_stem(m) for m in (*_MONTHS, "may"))
 _RELATIONS: Final[dict[str, int]] = {
     _stem(word): group for group, words in enumerate(_RELATION_GROUPS) for word in words
@@ -585,7 +599,8 @@ class _Words:
     labels: tuple[str, ...]  # prepositions and subordinators, in order
     passive: bool  # has "is ... by": same words may still mean swapped roles
     poles: frozenset[tuple[int, int]]  # (antonym group, pole) of the antonyms used
-    relations: frozenset[int]  # relation groups named ("son", "manager")
+    relations: frozenset[int]  # relation groups possessed: "User's son", "their manager"
+    mentioned: frozenset[int]  # relation groups named anywhere ("parent of two kids")
     bag_core: tuple[str, ...]  # bag without persons, relations and light verbs
 
 
@@ -598,6 +613,8 @@ def _analyse_words(lowered: str) -> _Words:
     participles: set[int] = set()
     poles: set[tuple[int, int]] = set()
     relations: set[int] = set()
+    mentioned: set[int] = set()
+    possessive_at = -10
     n = len(tokens)
     skip_next = False
     for i, raw in enumerate(tokens):
@@ -634,6 +651,8 @@ def _analyse_words(lowered: str) -> _Words:
             units.append(_stem(raw))
             continue
         word = raw
+        if raw in _POSSESSIVES or raw.endswith("'s"):
+            possessive_at = i
         if "'" in word:
             for clitic in _CLITICS:
                 if word.endswith(clitic) and len(word) > len(clitic):
@@ -656,7 +675,9 @@ def _analyse_words(lowered: str) -> _Words:
             units.append(stem)
             content.add(stem)
             if stem in _RELATIONS:
-                relations.add(_RELATIONS[stem])
+                mentioned.add(_RELATIONS[stem])
+                if i - possessive_at <= 2:
+                    relations.add(_RELATIONS[stem])
         pole = _ANTONYMS.get(_stem(word))
         if pole is not None:
             poles.add(pole)
@@ -674,6 +695,7 @@ def _analyse_words(lowered: str) -> _Words:
         passive=_COPULA_MARK in units and f"{_LABEL_PREFIX}by" in units,
         poles=frozenset(poles),
         relations=frozenset(relations),
+        mentioned=frozenset(mentioned),
         bag_core=tuple(
             w
             for w in bag
@@ -711,10 +733,16 @@ def _negation_veto(a: _Words, b: _Words) -> GuardVeto | None:
     "Same content": overlap of content words >= half of the smaller side, so
     "is vegetarian" / "doesn't eat meat" (no shared words) is not vetoed.
 
+    Antonyms without a cue (a short list of groups: "open" / "closed", "attend" /
+    "skip", "happening" / "cancelled", "enable" / "disable", "light" / "dark", ...)
+    count as one negation when both texts use the group with different poles, so
+    "is open" / "is closed" vetoes and "is not open" / "is closed" does not.
+    "decided / voted / advised against" is a cue.
+
     Limitations: no scope, so "doesn't dislike coffee" / "likes coffee" vetoes
     (two cues vs none) and "likes tea, not coffee" / "likes coffee, not tea" is
-    left to the word-order guard; antonyms beyond the verb list ("is married" /
-    "is single", "remote" / "in office") are not seen; "no longer lives in X" /
+    left to the word-order guard; antonyms outside the list ("remote" / "in the
+    office") are not seen; "no longer lives in X" /
     "used to live in X" vetoes.
     """
     ca, cb = len(a.cues), len(b.cues)
@@ -942,8 +970,12 @@ def _word_order_veto(a: _Words, b: _Words) -> GuardVeto | None:
     Same words in the same order still veto when prepositions trade places
     ("from X to Y" / "to X from Y") or a passive reverses the roles ("Alice is
     loved by Bob" / "Alice loves Bob").
+    Also vetoed: "X after Y" / "Y after X" (and before, than, over, until) when
+    only light verbs ("goes", "has", "takes") differ besides.
     Not vetoed, because roles are kept: phrases moved whole ("in 2020, X" / "X in
-    2020", "to Paris from Rome" / "from Rome to Paris"), reordered conjuncts
+    2020", "to Paris from Rome" / "from Rome to Paris"), a trailing "from / of / at
+    X" as a modifier ("offer from Stripe" / "Stripe offer"), dates reordered
+    ("August 31" / "31 August"), reordered conjuncts
     ("German and French" / "French and German", also "between 3 and 5" /
     "between 5 and 3"), "X is Y" / "Y is X" with a noun-phrase Y, and the simple
     passive "Bob is loved by Alice" / "Alice loves Bob".
@@ -965,7 +997,7 @@ def _word_order_veto(a: _Words, b: _Words) -> GuardVeto | None:
     elif a.bag_without_persons == b.bag_without_persons:
         units_a, part_a = _drop_persons(a.units, a.participles)
         units_b, part_b = _drop_persons(b.units, b.participles)
-    elif a.bag_core == b.bag_core and a.relations == b.relations:
+    elif a.bag_core == b.bag_core and a.mentioned == b.mentioned:
         label = _ordering_swap(a.units, b.units)
         if label is None:
             return None
@@ -1038,17 +1070,17 @@ def _relation_veto(a: _Words, b: _Words) -> GuardVeto | None:
     spouse" / "User's wife") vetoes, and people named by their names ("Anna" /
     "User's sister Anna") are not seen.
     """
-    if a.relations == b.relations:
+    only_a, only_b = a.relations - b.mentioned, b.relations - a.mentioned
+    if not only_a and not only_b:
         return None
     rest_a = {w for w in a.polarity_content if w not in _RELATIONS}
     rest_b = {w for w in b.polarity_content if w not in _RELATIONS}
     small = min(len(rest_a), len(rest_b))
     if not small or len(rest_a & rest_b) * 2 < small:
         return None
-    names = {stem: group for stem, group in _RELATIONS.items()}
-    only_a = sorted({s for s, g in names.items() if g in a.relations - b.relations and s in a.polarity_content})
-    only_b = sorted({s for s, g in names.items() if g in b.relations - a.relations and s in b.polarity_content})
-    detail = f"subject differs: {only_a or 'none'} vs {only_b or 'none'}"
+    shown_a = ", ".join(_RELATION_GROUPS[g][0] for g in sorted(only_a)) or "none"
+    shown_b = ", ".join(_RELATION_GROUPS[g][0] for g in sorted(only_b)) or "none"
+    detail = f"subject differs: {shown_a} vs {shown_b}"
     return GuardVeto(GuardName.WORD_ORDER, detail[:_MAX_DETAIL])
 
 
@@ -1088,4 +1120,49 @@ def check_pair(existing: str, new: str) -> GuardVeto | None:
         or _negation_veto(fa.words, fb.words)
         or _word_order_veto(fa.words, fb.words)
         or _relation_veto(fa.words, fb.words)
+    )
+
+
+# --------------------------------------------------------------------------
+# Signals for the verifier (consumer.engine.verifier): what the guards see,
+# as numbers, whether or not it reaches a veto.
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TextSignals:
+    """Per-text analysis shared with the verifier."""
+
+    content: tuple[str, ...]  # content stems in order ("I" / "my" / "the user" -> "user")
+    labels: tuple[str, ...]  # prepositions and subordinators in order
+    quantities: frozenset[str]
+    cues: int  # negation cues
+
+
+def text_signals(text: str) -> TextSignals:
+    features = _features(text)
+    words = features.words
+    return TextSignals(words.order, words.labels, features.quantities, len(words.cues))
+
+
+@dataclass(frozen=True, slots=True)
+class PairSignals:
+    quantities_differ: int  # quantities on one side only
+    cues_differ: int  # |negation cues a - negation cues b|
+    antonym_clashes: int
+    relations_differ: int  # relation groups possessed on one side, unnamed on the other
+    same_bag_other_order: bool
+    veto: GuardVeto | None
+
+
+def pair_signals(existing: str, new: str) -> PairSignals:
+    fa, fb = _features(existing), _features(new)
+    wa, wb = fa.words, fb.words
+    return PairSignals(
+        quantities_differ=len(fa.quantities ^ fb.quantities),
+        cues_differ=abs(len(wa.cues) - len(wb.cues)),
+        antonym_clashes=len(_antonym_clashes(wa, wb)),
+        relations_differ=len((wa.relations - wb.mentioned) | (wb.relations - wa.mentioned)),
+        same_bag_other_order=wa.bag == wb.bag and wa.order != wb.order,
+        veto=check_pair(existing, new),
     )

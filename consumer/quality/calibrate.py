@@ -1,9 +1,10 @@
 """Per-namespace thresholds read off labelled pairs.
 
 For each pair, what does not depend on the thresholds is computed once: its
-cosine similarity, whether the exact check catches it, and whether the guards
-veto it. At a merge threshold `t` the pair is then predicted duplicate when it is
-exact, or when `similarity >= t` and no guard vetoes it (the consumer's rule,
+cosine similarity, whether the exact check catches it, and whether the guards or
+the verifier veto it (the verifier's verdict does not depend on the bands). At a
+merge threshold `t` the pair is then predicted duplicate when it is exact, or
+when `similarity >= t` and nothing vetoes it (the consumer's rule,
 `consumer.quality.rule.decide_pair`).
 
 Rules (thresholds on a 0.01 grid, 0.50..1.00):
@@ -28,12 +29,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from consumer.engine.guards import check_pair
 from consumer.engine.thresholds import Bands, ThresholdPolicy
+from consumer.engine.verifier import PairJudge
 from consumer.quality.metrics import Confusion
 from consumer.quality.pairs import LabelledPair
 from consumer.quality.plot import Canvas, Series, plot_curves
-from consumer.quality.rule import is_exact
+from consumer.quality.rule import is_exact, pair_veto
 
 __all__ = [
     "ALL_PAIRS",
@@ -74,12 +75,29 @@ class PairFacts:
 
 
 def pair_facts(
-    pairs: Sequence[LabelledPair], similarities: Sequence[float], *, guards: bool = True
+    pairs: Sequence[LabelledPair],
+    similarities: Sequence[float],
+    *,
+    guards: bool = True,
+    verifier: PairJudge | None = None,
+    min_similarity: float = GRID[0],
 ) -> list[PairFacts]:
+    """`vetoed`: the guards or the verifier veto the pair. The verifier is not
+    asked below `min_similarity` (no grid threshold predicts such a pair duplicate)."""
     facts: list[PairFacts] = []
     for pair, similarity in zip(pairs, similarities, strict=True):
         exact = is_exact(pair.existing, pair.new)
-        vetoed = guards and not exact and check_pair(pair.existing.strip(), pair.new) is not None
+        vetoed = (
+            not exact
+            and pair_veto(
+                pair.existing,
+                pair.new,
+                similarity,
+                guards=guards,
+                verifier=verifier if similarity >= min_similarity else None,
+            )
+            is not None
+        )
         facts.append(PairFacts(similarity, pair.duplicate, exact, vetoed))
     return facts
 
@@ -142,6 +160,7 @@ class Calibration:
     skip_target: float
     guards: bool
     groups: list[GroupCalibration]  # ALL_PAIRS first, then namespaces by name
+    verifier: bool = False
 
     @property
     def overall(self) -> GroupCalibration:
@@ -199,12 +218,13 @@ def calibrate(
     *,
     target: float,
     guards: bool = True,
+    verifier: PairJudge | None = None,
     min_pairs: int = MIN_NAMESPACE_PAIRS,
 ) -> Calibration:
     """Thresholds for all pairs (the default bands) and for each namespace in `pairs`."""
     if not 0.0 < target <= 1.0:
         raise ValueError(f"target precision must be within (0, 1], got {target}")
-    facts = pair_facts(pairs, similarities, guards=guards)
+    facts = pair_facts(pairs, similarities, guards=guards, verifier=verifier)
     skip_target = max(target, SKIP_PRECISION_FLOOR)
     groups = [
         _calibrate_group(ALL_PAIRS, facts, len(facts), False, policy.default, target, skip_target)
@@ -226,7 +246,7 @@ def calibrate(
                 skip_target,
             )
         )
-    return Calibration(target, skip_target, guards, groups)
+    return Calibration(target, skip_target, guards, groups, verifier is not None)
 
 
 def _fmt(value: float | None) -> str:
@@ -243,6 +263,7 @@ def yaml_snippet(calibration: Calibration, *, model_id: str = "") -> str:
     header = (
         f"# memdedup calibrate: precision >= {calibration.target:g} "
         f"(skip >= {calibration.skip_target:g}), guards {'on' if calibration.guards else 'off'}"
+        f", verifier {'on' if calibration.verifier else 'off'}"
     )
     if model_id:
         header += f", {model_id}"
@@ -270,7 +291,8 @@ def render_calibration(calibration: Calibration, *, rows: Sequence[float] | None
     lines = [
         f"target: duplicate precision >= {calibration.target:g} for merges, "
         f">= {calibration.skip_target:g} for skips; guards "
-        f"{'on' if calibration.guards else 'off'}",
+        f"{'on' if calibration.guards else 'off'}, verifier "
+        f"{'on' if calibration.verifier else 'off'}",
         "",
         "P / R / F1 / FMR = precision / recall / F1 of the duplicate class / false-merge rate",
         "",
@@ -290,7 +312,7 @@ def render_calibration(calibration: Calibration, *, rows: Sequence[float] | None
     lines += [
         "",
         "precision / recall by merge threshold (pairs predicted duplicate: exact, or "
-        "similarity >= t and no guard veto)",
+        "similarity >= t and no guard or verifier veto)",
         "",
         "| t | " + " | ".join(g.name for g in shown) + " |",
         "|---|" + "---|" * len(shown),
@@ -374,5 +396,6 @@ def calibration_json(calibration: Calibration) -> Mapping[str, Any]:
         "target_precision": calibration.target,
         "skip_target_precision": calibration.skip_target,
         "guards": calibration.guards,
+        "verifier": calibration.verifier,
         "groups": {g.name: _group_json(g) for g in calibration.groups},
     }

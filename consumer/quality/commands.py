@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from consumer.engine.verifier import LlmVerifier, LocalVerifier, PairJudge, build_verifier
 from consumer.quality.calibrate import (
+    GRID,
     calibrate,
     calibration_json,
     calibration_plot,
@@ -22,6 +24,7 @@ from consumer.quality.evaluate import (
     embed_similarities,
     evaluate_pairs,
     evaluation_json,
+    judge_pairs,
     policy_from_settings,
     render_evaluation,
 )
@@ -37,9 +40,31 @@ class _Scored:
     similarities: list[float]
     model: dict[str, Any]
     timing: dict[str, float]
+    verifier: PairJudge | None = None
+    verifier_name: str = "off"
 
 
-async def _score(settings: Settings, pairs: Sequence[LabelledPair]) -> _Scored:
+def describe_verifier(settings: Settings, verifier: object) -> str:
+    """What judges matches, for reports: "off", "local (P >= 0.45)", "llm gpt-4o-mini"."""
+    if verifier is None:
+        return "off"
+    if isinstance(verifier, LlmVerifier):
+        return f"llm {settings.dedup.verifier.model} (local fallback)"
+    if isinstance(verifier, LocalVerifier):
+        return f"local (P >= {verifier.min_probability:g})"
+    return type(verifier).__name__
+
+
+async def _score(
+    settings: Settings,
+    pairs: Sequence[LabelledPair],
+    *,
+    with_verifier: bool = True,
+    verifier_floor: float | None = None,
+) -> _Scored:
+    """Similarities, and the consumer's verifier as a synchronous judge (an LLM
+    verifier is asked here for each pair at or above `verifier_floor`, default the
+    lowest merge band)."""
     from consumer.embedding import load_embedder
 
     started = time.perf_counter()
@@ -52,7 +77,19 @@ async def _score(settings: Settings, pairs: Sequence[LabelledPair]) -> _Scored:
     done = time.perf_counter()
     model = {"model_id": embedder.model_id, "backend": settings.embedding.backend}
     timing = {"model_load": round(loaded - started, 3), "embedding": round(done - loaded, 3)}
-    return _Scored(similarities, model, timing)
+    verifier = build_verifier(settings.dedup) if with_verifier else None
+    if verifier is None:
+        return _Scored(similarities, model, timing)
+    if verifier_floor is None:
+        policy = policy_from_settings(settings.dedup)
+        verifier_floor = min(
+            b.merge_threshold for b in (policy.default, *policy.per_namespace.values())
+        )
+    judged = time.perf_counter()
+    judge = await judge_pairs(verifier, pairs, similarities, min_similarity=verifier_floor)
+    if not isinstance(verifier, LocalVerifier):
+        timing["verifier"] = round(time.perf_counter() - judged, 3)
+    return _Scored(similarities, model, timing, judge, describe_verifier(settings, verifier))
 
 
 def _prepare(
@@ -85,10 +122,16 @@ def run_evaluate(
     if prepared is None:
         return 2
     settings, pairs = prepared
-    scored = asyncio.run(_score(settings, pairs))
+    # --no-guards: cosine bands only, so neither guards nor the verifier.
+    scored = asyncio.run(_score(settings, pairs, with_verifier=not no_guards))
     guards = settings.dedup.guards_enabled and not no_guards
     evaluation = evaluate_pairs(
-        pairs, scored.similarities, policy_from_settings(settings.dedup), guards=guards
+        pairs,
+        scored.similarities,
+        policy_from_settings(settings.dedup),
+        guards=guards,
+        verifier=scored.verifier,
+        verifier_name=scored.verifier_name,
     )
     source = str(pairs_file)
     if as_json:
@@ -133,7 +176,9 @@ def run_calibrate(
     if prepared is None:
         return 2
     settings, pairs = prepared
-    scored = asyncio.run(_score(settings, pairs))
+    scored = asyncio.run(
+        _score(settings, pairs, with_verifier=not no_guards, verifier_floor=GRID[0])
+    )
     guards = settings.dedup.guards_enabled and not no_guards
     result = calibrate(
         pairs,
@@ -141,6 +186,7 @@ def run_calibrate(
         policy_from_settings(settings.dedup),
         target=target_precision,
         guards=guards,
+        verifier=scored.verifier,
     )
     snippet = yaml_snippet(result, model_id=str(scored.model["model_id"]))
     if png is not None:

@@ -1,8 +1,8 @@
 """Run the consumer's decision on labelled pairs and report how often it is right.
 
 The pipeline is the consumer's, without Kafka or a store: `normalize_content` of
-both texts, the configured embedder, cosine similarity, the namespace's bands
-and the guards (`consumer.quality.rule.decide_pair`).
+both texts, the configured embedder, cosine similarity, the namespace's bands,
+the guards and the verifier (`consumer.quality.rule.decide_pair`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import numpy as np
 
 from consumer.engine.normalize import content_hash, normalize_content
 from consumer.engine.thresholds import Bands, ThresholdPolicy
+from consumer.engine.verifier import LocalVerifier, PairJudge, Verdict, Verifier
 from consumer.quality.metrics import Tally
 from consumer.quality.pairs import LabelledPair
 from consumer.quality.rule import PairDecision, decide_pair
@@ -25,10 +26,12 @@ __all__ = [
     "DEFAULT_NAMESPACE",
     "NO_CATEGORY",
     "Evaluation",
+    "JudgedPairs",
     "ScoredPair",
     "embed_similarities",
     "evaluate_pairs",
     "evaluation_json",
+    "judge_pairs",
     "policy_from_settings",
     "render_evaluation",
     "short_hash",
@@ -75,6 +78,39 @@ async def embed_similarities(
     ]
 
 
+class JudgedPairs:
+    """Verdicts of an asynchronous verifier (the LLM one), asked once per pair
+    beforehand, served to the synchronous pair rule."""
+
+    def __init__(self, verdicts: Mapping[tuple[str, str], Verdict]) -> None:
+        self._verdicts = dict(verdicts)
+
+    def judge(self, existing: str, new: str, similarity: float) -> Verdict:
+        verdict = self._verdicts.get((existing.strip(), new))
+        if verdict is None:
+            return Verdict(True, None, "none", "not asked: below every band")
+        return verdict
+
+
+async def judge_pairs(
+    verifier: Verifier,
+    pairs: Sequence[LabelledPair],
+    similarities: Sequence[float],
+    *,
+    min_similarity: float,
+) -> PairJudge:
+    """A synchronous judge for the quality tools: the local verifier as it is; any
+    other verifier asked for every pair whose similarity reaches `min_similarity`."""
+    if isinstance(verifier, LocalVerifier):
+        return verifier
+    verdicts: dict[tuple[str, str], Verdict] = {}
+    for pair, similarity in zip(pairs, similarities, strict=True):
+        if similarity >= min_similarity:
+            existing = pair.existing.strip()
+            verdicts[(existing, pair.new)] = await verifier.verify(existing, pair.new, similarity)
+    return JudgedPairs(verdicts)
+
+
 @dataclass(frozen=True, slots=True)
 class ScoredPair:
     pair: LabelledPair
@@ -95,6 +131,7 @@ class Evaluation:
     scored: list[ScoredPair]
     policy: ThresholdPolicy
     guards: bool
+    verifier: str = "off"  # what judged matches: "off", "local (P >= 0.45)", "llm ..."
     overall: Tally = field(default_factory=Tally)
     by_category: dict[str, Tally] = field(default_factory=dict)
     by_namespace: dict[str, Tally] = field(default_factory=dict)
@@ -115,15 +152,21 @@ def evaluate_pairs(
     policy: ThresholdPolicy,
     *,
     guards: bool = True,
+    verifier: PairJudge | None = None,
+    verifier_name: str | None = None,
 ) -> Evaluation:
     """Decide every pair (its namespace's bands) and tally overall, per category and
     per namespace."""
     if len(pairs) != len(similarities):
         raise ValueError("one similarity per pair is needed")
-    evaluation = Evaluation(scored=[], policy=policy, guards=guards)
+    if verifier_name is None:
+        verifier_name = "off" if verifier is None else type(verifier).__name__
+    evaluation = Evaluation(scored=[], policy=policy, guards=guards, verifier=verifier_name)
     for pair, similarity in zip(pairs, similarities, strict=True):
         bands = policy.bands_for(pair.namespace) if pair.namespace else policy.default
-        outcome = decide_pair(pair.existing, pair.new, similarity, bands, guards=guards)
+        outcome = decide_pair(
+            pair.existing, pair.new, similarity, bands, guards=guards, verifier=verifier
+        )
         evaluation.scored.append(ScoredPair(pair, outcome))
         tallies = (
             evaluation.overall,
@@ -184,6 +227,7 @@ def evaluation_json(
         "pairs_file": source,
         "model": dict(model),
         "guards": evaluation.guards,
+        "verifier": evaluation.verifier,
         "bands": {
             "default": _bands_dict(policy.default),
             "namespaces": {n: _bands_dict(b) for n, b in sorted(policy.per_namespace.items())},
@@ -194,6 +238,14 @@ def evaluation_json(
         "mistakes": [_mistake_dict(m, show_text) for m in evaluation.mistakes(mistakes)],
         "timing_s": dict(timing or {}),
     }
+
+
+def _verifier_vetoes(evaluation: Evaluation) -> int:
+    return sum(
+        1
+        for s in evaluation.scored
+        if s.outcome.veto is not None and s.outcome.veto.guard.value == "verifier"
+    )
 
 
 def _fmt(value: float | None) -> str:
@@ -250,7 +302,7 @@ def render_evaluation(
         f"memdedup evaluate: {c.n} labelled pairs from {source} "
         f"({c.duplicates} duplicate, {c.distinct} distinct)",
         f"model {model.get('model_id')} (backend {model.get('backend')}), "
-        f"guards {'on' if evaluation.guards else 'off'}",
+        f"guards {'on' if evaluation.guards else 'off'}, verifier {evaluation.verifier}",
         f"bands: {_describe_bands(evaluation.policy)}",
     ]
     if timing:
@@ -263,7 +315,8 @@ def render_evaluation(
         f"  precision {_fmt(c.precision)}   recall {_fmt(c.recall)}   F1 {_fmt(c.f1)}",
         f"  false-merge rate {_fmt(c.false_merge_rate)} "
         f"({c.fp} of {c.distinct} distinct pairs merged or skipped)",
-        f"  TP {c.tp}  FN {c.fn}  FP {c.fp}  TN {c.tn}; guard vetoes {evaluation.overall.vetoes}",
+        f"  TP {c.tp}  FN {c.fn}  FP {c.fp}  TN {c.tn}; guard and verifier vetoes "
+        f"{evaluation.overall.vetoes} (verifier {_verifier_vetoes(evaluation)})",
     ]
     lines += _table("per category", evaluation.by_category)
     lines += _table("per namespace", evaluation.by_namespace)

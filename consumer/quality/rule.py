@@ -7,8 +7,9 @@ stored memory of the scope and `new` arrives:
 2. semantic: the cosine `similarity` of the two normalised texts' embeddings is
    classified by the namespace's bands (`Bands.classify`, inclusive bounds);
    a pair that reaches a band is then checked by the guards
-   (`check_pair(existing, new)`, as `DedupEngine._first_allowed` calls it) and a
-   veto means "treated as below threshold": the memory is accepted.
+   (`check_pair(existing, new)`, as `DedupEngine._first_allowed` calls it) and,
+   if they allow it, by the verifier (consumer.engine.verifier); a veto of
+   either means "treated as below threshold": the memory is accepted.
 
 The recent-cache check is left out: it only repeats what exact and semantic
 decided earlier. "Duplicate predicted" means skipped or merged.
@@ -18,12 +19,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from consumer.engine.guards import GuardVeto, check_pair
+from consumer.engine.guards import GuardName, GuardVeto, check_pair
 from consumer.engine.normalize import content_hash, normalize_content
 from consumer.engine.thresholds import Bands
+from consumer.engine.verifier import PairJudge
 from schemas import Decision, DecisionReason
 
-__all__ = ["PairDecision", "decide_pair", "is_exact"]
+__all__ = ["PairDecision", "decide_pair", "is_exact", "pair_veto"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,21 +47,46 @@ def is_exact(existing: str, new: str) -> bool:
     return content_hash(normalize_content(existing)) == content_hash(normalize_content(new))
 
 
+def pair_veto(
+    existing: str,
+    new: str,
+    similarity: float,
+    *,
+    guards: bool = True,
+    verifier: PairJudge | None = None,
+) -> GuardVeto | None:
+    """The guards' veto, else the verifier's, as `DedupEngine._first_allowed` asks
+    them for a stored `existing` (its content is the event content stripped)."""
+    existing = existing.strip()
+    veto = check_pair(existing, new) if guards else None
+    if veto is None and verifier is not None:
+        verdict = verifier.judge(existing, new, similarity)
+        if not verdict.same_fact:
+            veto = GuardVeto(GuardName.VERIFIER, f"{verdict.source}: {verdict.detail}"[:199])
+    return veto
+
+
 def decide_pair(
-    existing: str, new: str, similarity: float, bands: Bands, *, guards: bool = True
+    existing: str,
+    new: str,
+    similarity: float,
+    bands: Bands,
+    *,
+    guards: bool = True,
+    verifier: PairJudge | None = None,
 ) -> PairDecision:
     """What the consumer decides for `new` when `existing` is its only match.
 
     `similarity`: cosine of the embeddings of `normalize_content` of both texts.
-    `guards`: `dedup.guards_enabled`.
+    `guards`: `dedup.guards_enabled`. `verifier`: the consumer's verifier
+    (`build_verifier(dedup)`), or None when it is off.
     """
     if is_exact(existing, new):
         return PairDecision(Decision.SKIPPED, DecisionReason.EXACT, similarity, None)
     decision, threshold = bands.classify(similarity)
     if decision is Decision.ACCEPTED:
         return PairDecision(Decision.ACCEPTED, DecisionReason.NEW, similarity, None)
-    # The stored memory's content is the event content stripped (DedupEngine._accept).
-    veto = check_pair(existing.strip(), new) if guards else None
+    veto = pair_veto(existing, new, similarity, guards=guards, verifier=verifier)
     if veto is not None:
         return PairDecision(Decision.ACCEPTED, DecisionReason.NEW, similarity, None, veto)
     return PairDecision(decision, DecisionReason.SEMANTIC, similarity, threshold)

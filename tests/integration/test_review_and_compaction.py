@@ -348,3 +348,49 @@ async def test_compaction_folds_clusters_with_guards_and_dry_run_changes_nothing
             assert [len(a.clusters) for a in rerun.analyses] == [0]
     finally:
         await stores.close()
+
+
+async def test_periodic_compaction_inside_the_consumer(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    # First run: bands no paraphrase reaches. Second run: the usual bands, with the
+    # periodic trigger on; its first batch in the scope compacts it.
+    ingest = make_settings(
+        local_broker.bootstrap_servers,
+        tmp_path,
+        dedup={"duplicate_threshold": 0.999, "merge_threshold": 0.999},
+    )
+    settings = ingest.model_copy(
+        update={
+            "dedup": ingest.dedup.model_copy(update=BANDS),
+            "compaction": ingest.compaction.model_copy(
+                update={"periodic": True, "min_memories": 2, "interval_s": 3600}
+            ),
+        }
+    )
+    stores = StoreFactory("edge", settings)
+    texts = ["User lives in Paris", "The user lives in Paris", "User resides in Paris"]
+    try:
+        async with running_consumer(ingest, real_embedder, await stores.open()):
+            await produce(settings, [event(f"p{i}", t) for i, t in enumerate(texts)])
+            await read_outputs(settings, at_least=3)
+        async with running_consumer(settings, real_embedder, await stores.open()):
+            await produce(settings, [event("n1", "User owns a bicycle")])
+            outputs = decisions_by_event(
+                await read_outputs(settings, at_least=6, settle_s=1.0), settings
+            )
+            assert await count_memories(settings, None) == 2
+    finally:
+        await stores.close()
+    compacted = [
+        MemoryDecisionEvent.model_validate(copy)
+        for copies in outputs.values()
+        for copy in copies
+        if copy["reason"] == "compaction"
+    ]
+    assert len(compacted) == 2
+    keeper = {e.memory_id for e in compacted}
+    assert len(keeper) == 1
+    assert {e.superseded_memory_id for e in compacted} == {
+        memory_id_of(t, "prefs") for t in texts
+    } - keeper

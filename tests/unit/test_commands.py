@@ -258,3 +258,68 @@ async def test_commands_wait_for_the_store_when_failing_open(harness: Harness) -
         record.value,
     )
     assert summary.rerouted == 1
+
+
+async def test_periodic_compaction_folds_a_large_scope_once_per_interval(
+    make_engine: EngineFactory, store: EdgeMemoryStore, embedder: FakeEmbedder
+) -> None:
+    from consumer.engine.thresholds import Bands, ThresholdPolicy
+    from consumer.settings import CompactionSettings
+
+    embedder.set("User likes green tea", base_vector())
+    embedder.set("User loves green tea", unit_vector(0.95, 2))
+    embedder.set("User adores green tea", unit_vector(0.97, 3))
+    # Ingested with bands nothing reaches: three separate memories.
+    strict = ThresholdPolicy(default=Bands(duplicate_threshold=0.999, merge_threshold=0.999))
+    ingest = Harness(make_engine(policy=strict), store, embedder, FakePublisher())
+    for index, text in enumerate(
+        ["User likes green tea", "User loves green tea", "User adores green tea"]
+    ):
+        await ingest.send(event_dict(event_id=f"e{index}", content=text))
+    await ingest.send(event_dict(event_id="o1", content="Small scope", namespace="other"))
+    assert await store.count_memories(0) == 4
+
+    publisher = FakePublisher()
+    processor = BatchProcessor(
+        engine=make_engine(),
+        store=store,
+        publisher=publisher,
+        topics=TOPICS,
+        model_id=embedder.model_id,
+        max_event_bytes=64 * 1024,
+        compaction=CompactionSettings(periodic=True, min_memories=2, interval_s=3600),
+    )
+    await processor.process(
+        [make_record(event_dict(event_id="n1", content="User owns a cat"), offset=10)]
+    )
+    await processor.process(
+        [make_record(event_dict(event_id="o2", content="Other fact", namespace="other"), offset=11)]
+    )
+    decisions = [
+        json.loads(r.value) for r in publisher.published if r.topic != TOPICS.command_results
+    ]
+    compacted = [d for d in decisions if d["reason"] == "compaction"]
+    assert len(compacted) == 2
+    assert {d["record"]["offset"] for d in compacted} == {10}
+    # 4 in prefs (3 tea + cat) -> 2; "other" has 2 memories: not more than min_memories.
+    assert await store.count_memories(0, TENANT, NAMESPACE) == 2
+    assert await store.count_memories(0, TENANT, "other") == 2
+
+    # Within the interval the scope is not compacted again, even by a new process.
+    embedder.set("User likes green tea a lot", unit_vector(0.999, 4))
+    strict_again = Harness(make_engine(policy=strict), store, embedder, FakePublisher())
+    await strict_again.send(event_dict(event_id="e9", content="User likes green tea a lot"))
+    later = FakePublisher()
+    fresh = BatchProcessor(
+        engine=make_engine(),
+        store=store,
+        publisher=later,
+        topics=TOPICS,
+        model_id=embedder.model_id,
+        max_event_bytes=64 * 1024,
+        compaction=CompactionSettings(periodic=True, min_memories=2, interval_s=3600),
+    )
+    await fresh.process(
+        [make_record(event_dict(event_id="n2", content="User owns a dog"), offset=20)]
+    )
+    assert [json.loads(r.value)["reason"] for r in later.published] == ["new"]

@@ -326,3 +326,94 @@ def test_deterministic() -> None:
     pairs = [(a, b) for a, b, _ in ALL_VETOES] + ALL_PASSES
     first = [check_pair(a, b) for a, b in pairs]
     assert [check_pair(a, b) for a, b in pairs] == first
+
+
+# --- antonyms, "decided against", subjects, swaps around "after" ---
+
+ANTONYM_AND_AGAINST_VETO = [
+    ("The gym is open on Sundays", "The gym is closed on Sundays"),
+    ("User will attend the conference", "User will skip the conference"),
+    ("The standup is happening today", "The standup is cancelled today"),
+    ("We decided to enable feature flags in production",
+     "We decided against enabling feature flags in production"),
+    ("The team voted for the new logo", "The team voted against the new logo"),
+    ("User prefers light mode", "User prefers dark mode"),
+    ("Dark mode is enabled for the user", "Dark mode is disabled for the user"),
+]  # fmt: skip
+ANTONYM_PASS = [
+    ("The gym is not open on Sundays", "The gym is closed on Sundays"),
+    ("The gym is open on Sundays", "The gym opens on Sundays"),
+    ("The shop opens at 9 and closes at 5", "The shop closes at 5 and opens at 9"),
+    ("We decided to use Postgres", "The decision was to use Postgres"),
+]
+SUBJECT_VETO = [
+    ("User is vegetarian", "User's son is vegetarian"),
+    ("User works from home on Fridays", "User's partner works from home on Fridays"),
+    ("User's mother is a teacher", "User's father is a teacher"),
+    ("User calls their mother every Sunday", "User calls their brother every Sunday"),
+    ("User works at Google", "User's wife works at Google"),
+]
+SUBJECT_PASS = [
+    ("User is married to Sam", "Sam is the user's spouse"),
+    ("User has two children", "User is a parent of two kids"),
+    ("User's kid likes Lego", "User's child likes Lego"),
+    ("User has a dog named Rex", "User's dog is called Rex"),
+]
+ROLE_VETO = [
+    ("On Tuesdays the user goes to the gym after lunch",
+     "On Tuesdays the user has lunch after the gym"),
+]  # fmt: skip
+ROLE_PASS = [
+    ("User accepted the job offer from Stripe", "User accepted the Stripe job offer"),
+    ("User is a fan of Arsenal", "User is an Arsenal fan"),
+    ("User is on vacation until August 31", "User is on vacation until 31 August"),
+    ("On Tuesdays the user goes to the gym after lunch",
+     "After lunch on Tuesdays the user goes to the gym"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("existing", "new"), ANTONYM_AND_AGAINST_VETO)
+def test_antonyms_and_decided_against_veto_as_negation(existing: str, new: str) -> None:
+    for a, b in ((existing, new), (new, existing)):
+        veto = check_pair(a, b)
+        assert veto is not None, (a, b)
+        assert veto.guard is GuardName.NEGATION, (a, b, veto)
+
+
+@pytest.mark.parametrize(("existing", "new"), ANTONYM_PASS + SUBJECT_PASS + ROLE_PASS)
+def test_new_checks_pass_same_facts(existing: str, new: str) -> None:
+    assert check_pair(existing, new) is None
+    assert check_pair(new, existing) is None
+
+
+@pytest.mark.parametrize(("existing", "new"), SUBJECT_VETO + ROLE_VETO)
+def test_subject_and_role_changes_veto_as_word_order(existing: str, new: str) -> None:
+    for a, b in ((existing, new), (new, existing)):
+        veto = check_pair(a, b)
+        assert veto is not None, (a, b)
+        assert veto.guard is GuardName.WORD_ORDER, (a, b, veto)
+
+
+def test_new_details_name_what_differs() -> None:
+    antonym = check_pair("The gym is open on Sundays", "The gym is closed on Sundays")
+    assert antonym is not None
+    assert "open/closed" in antonym.detail
+    subject = check_pair("User is vegetarian", "User's son is vegetarian")
+    assert subject is not None
+    assert subject.detail == "subject differs: none vs son"
+    against = check_pair("We decided to go", "We decided against going")
+    assert against is not None
+    assert "decided against" in against.detail
+
+
+def test_pair_signals_count_what_the_guards_see() -> None:
+    from consumer.engine.guards import pair_signals
+
+    signals = pair_signals("The gym is open at 9am", "The gym is closed at 10am")
+    assert signals.quantities_differ == 2
+    assert signals.antonym_clashes == 1
+    assert signals.veto is not None
+    assert signals.veto.guard is GuardName.NUMBERS
+    same = pair_signals("User lives in Paris", "I live in Paris")
+    assert (same.quantities_differ, same.cues_differ, same.relations_differ) == (0, 0, 0)
+    assert same.veto is None

@@ -286,7 +286,8 @@ EVAL_PAIRS = [
     pair("User prefers tea", "User likes tea", True, namespace="prefs", category="paraphrase"),
     pair("User is a nurse", "User works as a nurse", True, namespace="bio", category="paraphrase"),
     pair("Flight at 9am", "Flight at 9pm", False, namespace="prefs", category="number_change"),
-    pair("User is vegetarian", "User's son is vegetarian", False, category="related"),
+    # No guard sees this one (the subject guard vetoes "User's son is vegetarian").
+    pair("User lives in Paris", "User was born in Paris", False, category="related"),
     pair("Lives in Paris.", "lives in paris", True, namespace="bio", category="near_exact"),
 ]
 EVAL_SIMS = [0.90, 0.70, 0.97, 0.88, 0.99]
@@ -297,7 +298,7 @@ def test_evaluate_pairs_tallies_per_category_and_namespace() -> None:
     evaluation = evaluate_pairs(EVAL_PAIRS, EVAL_SIMS, policy)
     overall = evaluation.overall.confusion
     # tea: merged (TP); nurse: 0.70 >= bio's 0.65 (TP); 9am/9pm: vetoed (TN);
-    # son: merged (FP); Paris: exact (TP).
+    # born in Paris: merged (FP); Paris: exact (TP).
     assert (overall.tp, overall.fp, overall.fn, overall.tn) == (3, 1, 0, 1)
     assert evaluation.overall.vetoes == 1
     assert evaluation.by_namespace["(default)"].confusion.fp == 1
@@ -337,17 +338,17 @@ def test_evaluation_json_hides_texts_unless_asked() -> None:
     mistake = document["mistakes"][0]
     assert "existing" not in mistake
     assert "new" not in mistake
-    assert mistake["existing_hash"] == content_hash(normalize_content("User is vegetarian"))[:12]
+    assert mistake["existing_hash"] == content_hash(normalize_content("User lives in Paris"))[:12]
     shown = evaluation_json(evaluation, source="p.jsonl", model=model, show_text=True)
-    assert shown["mistakes"][0]["new"] == "User's son is vegetarian"
+    assert shown["mistakes"][0]["new"] == "User was born in Paris"
 
     text = render_evaluation(evaluation, source="p.jsonl", model=model)
     assert "precision" in text
     assert "per category" in text
     assert "per namespace" in text
-    assert short_hash("User is vegetarian") in text
-    assert "son is vegetarian" not in text
-    assert "son is vegetarian" in render_evaluation(
+    assert short_hash("User lives in Paris") in text
+    assert "born in Paris" not in text
+    assert "born in Paris" in render_evaluation(
         evaluation, source="p.jsonl", model=model, show_text=True
     )
 

@@ -1,0 +1,99 @@
+"""Planning shared by `memdedup compact` and the consumer's periodic compaction:
+the stored state of scopes, what keeps two memories apart, and the commands
+that fold each cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from consumer.compaction.clusters import ScopeAnalysis
+from consumer.engine.guards import check_pair
+from consumer.engine.models import MemoryRecord, Scope
+from consumer.store import codec
+from schemas import SCHEMA_VERSION, CompactCommand, CompactionMember, MemoryCommand
+
+PairVeto = Callable[[MemoryRecord, MemoryRecord], str | None]
+
+
+@dataclass(slots=True)
+class StoredState:
+    """Memories (with vectors) and reviewed pairs, per scope."""
+
+    memories: dict[Scope, list[MemoryRecord]] = field(default_factory=dict)
+    reviewed_pairs: set[tuple[str, str, frozenset[str]]] = field(default_factory=set)
+
+
+def collect_points(
+    state: StoredState, points: Sequence[codec.RawPoint], tenant: str | None, namespace: str | None
+) -> None:
+    for point in points:
+        payload = point.payload
+        kind = payload.get(codec.KIND_FIELD)
+        scope = Scope(str(payload.get(codec.TENANT_FIELD)), str(payload.get(codec.NAMESPACE_FIELD)))
+        if (tenant is not None and scope.tenant_id != tenant) or (
+            namespace is not None and scope.namespace != namespace
+        ):
+            continue
+        if kind in (codec.MEMORY_KIND, codec.PENDING_KIND):
+            vector = point.vector if kind == codec.MEMORY_KIND else None
+            memory = codec.memory_from_payload(point.point_id, payload, vector)
+            state.memories.setdefault(scope, []).append(memory)
+        elif kind == codec.REVIEWED_PAIR_KIND:
+            first, second = payload["hashes"]
+            state.reviewed_pairs.add(
+                (scope.tenant_id, scope.namespace, frozenset((str(first), str(second))))
+            )
+
+
+def pair_veto(state: StoredState, *, guards: bool) -> PairVeto:
+    """What keeps two memories apart: a reviewer separated them, or a guard fires."""
+
+    def veto(first: MemoryRecord, second: MemoryRecord) -> str | None:
+        key = (
+            first.tenant_id,
+            first.namespace,
+            frozenset((first.content_hash, second.content_hash)),
+        )
+        if key in state.reviewed_pairs:
+            return "reviewed_pair"
+        if guards:
+            found = check_pair(first.content, second.content)
+            if found is not None:
+                return found.guard.value
+        return None
+
+    return veto
+
+
+def commands_for(analyses: Sequence[ScopeAnalysis], run_id: str) -> list[MemoryCommand]:
+    now = datetime.now(UTC)
+    commands = []
+    for analysis in analyses:
+        for index, cluster in enumerate(analysis.clusters):
+            commands.append(
+                MemoryCommand(
+                    schema_version=SCHEMA_VERSION,
+                    command_id=f"compact-{run_id}-{analysis.tenant_id}-{analysis.namespace}-{index}",
+                    tenant_id=analysis.tenant_id,
+                    namespace=analysis.namespace,
+                    issued_at=now,
+                    command=CompactCommand(
+                        run_id=run_id,
+                        keeper_id=cluster.keeper_id,
+                        keeper_hash=cluster.keeper_hash,
+                        text_source_id=cluster.text_source_id,
+                        members=[
+                            CompactionMember(
+                                memory_id=m.memory_id,
+                                content_hash=m.content_hash,
+                                similarity=m.similarity_to_keeper,
+                                decision="skipped" if m.decision.value == "skipped" else "merged",
+                            )
+                            for m in cluster.members
+                        ],
+                    ),
+                )
+            )
+    return commands

@@ -1,0 +1,148 @@
+"""The periodic compaction trigger inside the consumer (off by default).
+
+After a batch, each scope the batch touched is compacted when it holds more than
+`compaction.min_memories` memories and its last compaction is older than
+`compaction.interval_s`. The consumer owns the scope's partition, so it plans
+from its own store and applies the clusters itself, through the same command
+path as `memdedup compact` (decisions with reason `compaction` are published).
+The time of each scope's last compaction is stored with the scope's data, so a
+restart or a new owner does not compact it again early.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+
+import structlog
+
+from consumer.commands import CommandProcessor
+from consumer.compaction.clusters import analyse_scope
+from consumer.compaction.plan import StoredState, collect_points, commands_for, pair_veto
+from consumer.engine.models import RecordRef, Scope
+from consumer.records import OutgoingRecord
+from consumer.settings import CompactionSettings
+from consumer.store import codec
+from consumer.typing import MemoryStore
+from consumer.validation import ParsedCommand
+
+log = structlog.get_logger(__name__)
+
+_STATE_NAMESPACE = uuid.UUID("5f3c2a18-9e47-5b6d-8c01-7a2e94d0b3c6")
+COMPACTION_STATE_KIND = "compaction_state"
+
+
+def state_point_id(scope: Scope) -> str:
+    return str(uuid.uuid5(_STATE_NAMESPACE, f"{scope.tenant_id}/{scope.namespace}"))
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class PeriodicCompaction:
+    def __init__(
+        self,
+        *,
+        settings: CompactionSettings,
+        store: MemoryStore,
+        commands: CommandProcessor,
+        guards: bool,
+        input_topic: str,
+        dimension: int,
+        clock: Callable[[], datetime] = _utcnow,
+    ) -> None:
+        self._settings = settings
+        self._store = store
+        self._commands = commands
+        self._guards = guards
+        self._input_topic = input_topic
+        self._dimension = dimension
+        self._clock = clock
+        # Scopes checked recently (not due, or too small): not asked again until
+        # the interval passes, so the trigger costs nothing on most batches.
+        self._next_check: dict[Scope, datetime] = {}
+
+    async def after_batch(
+        self, scopes: Iterable[tuple[int, Scope]], *, offset: int
+    ) -> list[OutgoingRecord]:
+        """Compact the due scopes among `scopes` (partition, scope); returns the
+        records to publish. `offset`: the batch's last input offset, recorded as
+        the position the compaction decisions were taken at."""
+        emitted: list[OutgoingRecord] = []
+        now = self._clock()
+        for partition, scope in sorted(
+            set(scopes), key=lambda i: (i[0], i[1].tenant_id, i[1].namespace)
+        ):
+            due_at = self._next_check.get(scope)
+            if due_at is not None and now < due_at:
+                continue
+            emitted.extend(await self._maybe_compact(partition, scope, offset, now))
+        return emitted
+
+    async def _maybe_compact(
+        self, partition: int, scope: Scope, offset: int, now: datetime
+    ) -> list[OutgoingRecord]:
+        interval = self._settings.interval_s
+        state_id = state_point_id(scope)
+        stored = (await self._store.get_points(partition, [state_id])).get(state_id)
+        if stored is not None:
+            last = datetime.fromisoformat(stored.payload["compacted_at"])
+            if (now - last).total_seconds() < interval:
+                self._next_check[scope] = datetime.fromtimestamp(last.timestamp() + interval, UTC)
+                return []
+        count = await self._store.count_memories(partition, scope.tenant_id, scope.namespace)
+        if count <= self._settings.min_memories:
+            # Checked again after a tenth of the interval: the scope may grow.
+            self._next_check[scope] = datetime.fromtimestamp(now.timestamp() + interval / 10, UTC)
+            return []
+        state = StoredState()
+        for kind in (codec.MEMORY_KIND, codec.REVIEWED_PAIR_KIND):
+            points = await self._store.points_of_kind(
+                partition,
+                kind,
+                tenant_id=scope.tenant_id,
+                namespace=scope.namespace,
+                with_vectors=kind == codec.MEMORY_KIND,
+            )
+            collect_points(state, points, scope.tenant_id, scope.namespace)
+        analysis = analyse_scope(
+            state.memories.get(scope, []),
+            bands=self._commands.bands_for(scope.namespace),
+            pair_veto=pair_veto(state, guards=self._guards),
+            scope=scope,
+            neighbours=self._settings.neighbours,
+            max_cluster_size=self._settings.max_cluster_size,
+        )
+        run_id = f"auto-{uuid.uuid4().hex[:12]}"
+        record = RecordRef(self._input_topic, partition, offset)
+        parsed = [ParsedCommand(c, record) for c in commands_for([analysis], run_id)]
+        outputs = await self._commands.apply(partition, parsed)
+        await self._commands.persist(
+            partition,
+            [
+                codec.plain_point(
+                    state_id,
+                    COMPACTION_STATE_KIND,
+                    {
+                        codec.TENANT_FIELD: scope.tenant_id,
+                        codec.NAMESPACE_FIELD: scope.namespace,
+                        "compacted_at": now.isoformat(),
+                        "run_id": run_id,
+                    },
+                    self._dimension,
+                )
+            ],
+        )
+        self._next_check[scope] = datetime.fromtimestamp(now.timestamp() + interval, UTC)
+        log.info(
+            "periodic_compaction",
+            tenant_id=scope.tenant_id,
+            namespace=scope.namespace,
+            memories=count,
+            clusters=len(analysis.clusters),
+            removed=analysis.removed,
+            run_id=run_id,
+        )
+        return [out for _, _, out in outputs]
