@@ -21,8 +21,15 @@ from typing import TextIO
 from consumer.app import build_store, threshold_policy
 from consumer.auditlog import send_commands
 from consumer.compaction import Progress, ScopeAnalysis, analyse_scope, write_reports
-from consumer.compaction.plan import StoredState, collect_points, commands_for, pair_veto
+from consumer.compaction.plan import (
+    StoredState,
+    collect_points,
+    commands_for,
+    local_judge,
+    pair_veto,
+)
 from consumer.engine.models import MemoryRecord
+from consumer.engine.verifier import build_verifier
 from consumer.settings import Settings
 from consumer.store import codec
 from consumer.topic_reader import read_all
@@ -95,7 +102,11 @@ def plan(
     settings: Settings, state: StoredState, *, progress_out: TextIO | None = None
 ) -> list[ScopeAnalysis]:
     policy = threshold_policy(settings)
-    veto = pair_veto(state, guards=settings.dedup.guards_enabled)
+    veto = pair_veto(
+        state,
+        guards=settings.dedup.guards_enabled,
+        judge=local_judge(build_verifier(settings.dedup)),
+    )
     total = sum(len(m) for m in state.memories.values())
     progress = Progress(total, "compact", progress_out) if progress_out is not None else None
     analyses = []
@@ -173,6 +184,7 @@ async def run_compaction(
                 "tenant": tenant or "(all)",
                 "namespace": namespace or "(all)",
                 "guards": settings.dedup.guards_enabled,
+                "verifier": settings.dedup.verifier.kind,
             },
         )
         return outcome

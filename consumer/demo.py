@@ -17,12 +17,14 @@ from pathlib import Path
 from aiokafka import AIOKafkaConsumer
 
 from consumer.app import create_app
+from consumer.auditlog import send_review
+from consumer.compact import render_outcome, run_compaction
 from consumer.kafka_security import aiokafka_kwargs
 from consumer.localbroker import LocalBroker
 from consumer.producer import produce_lines, read_lines
 from consumer.settings import Settings, load_settings
-from consumer.topics import ensure_topics, topic_names
-from schemas import DeadLetterHeaders
+from consumer.topics import ensure_topics
+from schemas import DeadLetterHeaders, ReviewAction
 
 
 def sample_waves() -> list[Path]:
@@ -45,6 +47,7 @@ class OutputRow:
     detail: str
     memory_id: str
     content: str
+    decision_id: str = ""
 
 
 def _row(
@@ -77,6 +80,7 @@ def _row(
         detail,
         event["memory_id"][:8],
         event["memory"]["content"],
+        event["decision_id"],
     )
 
 
@@ -84,7 +88,8 @@ async def collect_outputs(
     settings: Settings, *, expected: int, timeout_s: float
 ) -> list[OutputRow]:
     """Read decision and DLQ topics from the beginning until `expected` records."""
-    outputs = [t for t in topic_names(settings) if t != settings.topics.input]
+    topics = settings.topics
+    outputs = [topics.accepted, topics.merged, topics.skipped, topics.dlq]
     consumer = AIOKafkaConsumer(
         *outputs,
         bootstrap_servers=settings.kafka.bootstrap_servers,
@@ -170,6 +175,7 @@ async def run_demo(
                 print(f"wave {number}: published {len(wave)} events to {settings.topics.input}")
                 rows = await collect_outputs(settings, expected=sent, timeout_s=timeout_s)
             print()
+            operator_lines = await review_and_compact(settings, rows)
         finally:
             await app.stop()
     rows.sort(key=lambda r: (r.partition_in, r.offset_in))
@@ -178,9 +184,28 @@ async def run_demo(
     for row in rows:
         counts[row.outcome] = counts.get(row.outcome, 0) + 1
     print("\n" + ", ".join(f"{name}: {n}" for name, n in sorted(counts.items())))
+    print("\nwhile the consumer ran:\n" + "\n".join(operator_lines))
     if len(rows) < total:
         raise RuntimeError(f"only {len(rows)} of {total} events were decided in time")
     return rows
+
+
+async def review_and_compact(settings: Settings, rows: list[OutputRow]) -> list[str]:
+    """The operator commands, against the running consumer: reverse the first
+    semantic merge (`memdedup review ... reverse`), then a compaction dry run."""
+    lines: list[str] = []
+    merge = next((r for r in rows if r.outcome == "merged"), None)
+    if merge is not None:
+        _, result = await send_review(
+            settings, merge.decision_id, ReviewAction.REVERSE, reviewer="demo", wait_s=30
+        )
+        status = "no answer" if result is None else f"{result.status.value}: {result.detail}"
+        lines += [f"memdedup review {merge.decision_id} reverse  ({merge.event_id})", f"  {status}"]
+    report_dir = Path(tempfile.mkdtemp(prefix="memdedup-compaction-report-"))
+    outcome = await run_compaction(settings, dry_run=True, report_dir=report_dir)
+    lines.append("memdedup compact --dry-run")
+    lines += ["  " + line for line in render_outcome(outcome, dry_run=True).splitlines()]
+    return lines
 
 
 def main() -> None:

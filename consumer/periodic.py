@@ -21,6 +21,7 @@ from consumer.commands import CommandProcessor
 from consumer.compaction.clusters import analyse_scope
 from consumer.compaction.plan import StoredState, collect_points, commands_for, pair_veto
 from consumer.engine.models import RecordRef, Scope
+from consumer.engine.verifier import PairJudge
 from consumer.records import OutgoingRecord
 from consumer.settings import CompactionSettings
 from consumer.store import codec
@@ -50,6 +51,7 @@ class PeriodicCompaction:
         commands: CommandProcessor,
         guards: bool,
         input_topic: str,
+        judge: PairJudge | None = None,
         dimension: int,
         clock: Callable[[], datetime] = _utcnow,
     ) -> None:
@@ -57,6 +59,7 @@ class PeriodicCompaction:
         self._store = store
         self._commands = commands
         self._guards = guards
+        self._judge = judge
         self._input_topic = input_topic
         self._dimension = dimension
         self._clock = clock
@@ -110,7 +113,7 @@ class PeriodicCompaction:
         analysis = analyse_scope(
             state.memories.get(scope, []),
             bands=self._commands.bands_for(scope.namespace),
-            pair_veto=pair_veto(state, guards=self._guards),
+            pair_veto=pair_veto(state, guards=self._guards, judge=self._judge),
             scope=scope,
             neighbours=self._settings.neighbours,
             max_cluster_size=self._settings.max_cluster_size,

@@ -32,6 +32,9 @@ async def topic_reader(settings: Settings) -> AsyncIterator[AIOKafkaConsumer]:
         enable_auto_commit=False,
         auto_offset_reset="earliest",
         max_partition_fetch_bytes=8 * 1024 * 1024,
+        # Some brokers answer an empty fetch only when this wait expires: keep the
+        # tail reads of an operator command short.
+        fetch_max_wait_ms=20,
         **aiokafka_kwargs(settings.security),
     )
     try:
@@ -78,26 +81,26 @@ async def read_all(
         partitions = await partitions_of(reader, topics)
         if not partitions:
             return
-        ends = await exact_end_offsets(reader, partitions)
-        for tp in partitions:
-            first = (start or {}).get(tp, 0)
-            if first >= ends[tp]:
+        ends = await exact_end_offsets(reader, partitions, poll_ms=50)
+        remaining = {tp for tp in partitions if (start or {}).get(tp, 0) < ends[tp]}
+        for tp in remaining:
+            reader.seek(tp, (start or {}).get(tp, 0))
+        idle_since = time.monotonic()
+        while remaining:
+            batches = await reader.getmany(*remaining, timeout_ms=200, max_records=5_000)
+            if not any(batches.values()):
+                if time.monotonic() - idle_since > 30:
+                    stalled = ", ".join(f"{tp.topic}/{tp.partition}" for tp in remaining)
+                    raise TopicsUnavailable(f"reading {stalled} stalled")
                 continue
-            reader.seek(tp, first)
-            position = first
             idle_since = time.monotonic()
-            while position < ends[tp]:
-                batch = (await reader.getmany(tp, timeout_ms=500, max_records=2_000)).get(tp, [])
-                if not batch:
-                    if time.monotonic() - idle_since > 30:
-                        raise TopicsUnavailable(f"reading {tp.topic}/{tp.partition} stalled")
-                    continue
-                idle_since = time.monotonic()
-                for record in batch:
+            for tp, records in batches.items():
+                for record in records:
                     if record.offset >= ends[tp]:
                         break
                     yield record
-                position = batch[-1].offset + 1
+                if records and records[-1].offset + 1 >= ends[tp]:
+                    remaining.discard(tp)
 
 
 async def publish(settings: Settings, topic: str, records: Sequence[tuple[bytes, bytes]]) -> None:

@@ -8,9 +8,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+import numpy as np
+
 from consumer.compaction.clusters import ScopeAnalysis
 from consumer.engine.guards import check_pair
 from consumer.engine.models import MemoryRecord, Scope
+from consumer.engine.verifier import LlmVerifier, LocalVerifier, PairJudge
 from consumer.store import codec
 from schemas import SCHEMA_VERSION, CompactCommand, CompactionMember, MemoryCommand
 
@@ -47,8 +50,17 @@ def collect_points(
             )
 
 
-def pair_veto(state: StoredState, *, guards: bool) -> PairVeto:
-    """What keeps two memories apart: a reviewer separated them, or a guard fires."""
+def local_judge(verifier: object) -> PairJudge | None:
+    """The verifier compaction asks: the local one (an LLM verifier's fallback), as
+    a scan compares far more pairs than the consumer sends an LLM."""
+    if isinstance(verifier, LlmVerifier):
+        return verifier.fallback
+    return verifier if isinstance(verifier, LocalVerifier) else None
+
+
+def pair_veto(state: StoredState, *, guards: bool, judge: PairJudge | None = None) -> PairVeto:
+    """What keeps two memories apart: a reviewer separated them, a guard fires,
+    or the verifier judges them different facts (as in the consumer)."""
 
     def veto(first: MemoryRecord, second: MemoryRecord) -> str | None:
         key = (
@@ -62,6 +74,12 @@ def pair_veto(state: StoredState, *, guards: bool) -> PairVeto:
             found = check_pair(first.content, second.content)
             if found is not None:
                 return found.guard.value
+        if judge is not None and first.vector is not None and second.vector is not None:
+            similarity = float(
+                np.dot(np.asarray(first.vector, np.float32), np.asarray(second.vector, np.float32))
+            )
+            if not judge.judge(first.content, second.content, similarity).same_fact:
+                return "verifier"
         return None
 
     return veto

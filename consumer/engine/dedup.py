@@ -167,6 +167,10 @@ class DedupEngine:
         return self._merger
 
     @property
+    def verifier(self) -> Verifier | None:
+        return self._verifier
+
+    @property
     def guards_enabled(self) -> bool:
         return self._guards
 
