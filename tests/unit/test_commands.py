@@ -323,3 +323,81 @@ async def test_periodic_compaction_folds_a_large_scope_once_per_interval(
         [make_record(event_dict(event_id="n2", content="User owns a dog"), offset=20)]
     )
     assert [json.loads(r.value)["reason"] for r in later.published] == ["new"]
+
+
+@pytest.mark.parametrize(
+    ("policy", "text_source", "expected_text", "fallback"),
+    [
+        ("keep_existing", None, "User likes green tea", None),
+        ("replace_with_newer", "User loves green tea", "User loves green tea", None),
+        ("synthesize", None, "User really likes green tea", None),
+        ("synthesize-failing", None, "User loves green tea", "replace_with_newer"),
+    ],
+)
+async def test_compaction_applies_the_namespace_merge_policy(
+    store: EdgeMemoryStore,
+    embedder: FakeEmbedder,
+    policy: str,
+    text_source: str | None,
+    expected_text: str,
+    fallback: str | None,
+) -> None:
+    from consumer.engine.dedup import DedupEngine
+    from consumer.engine.merge import MergeFailed, MergeText
+    from consumer.engine.recent import RecentCache
+    from consumer.engine.thresholds import Bands, ThresholdPolicy
+
+    class StubMerger:
+        def __init__(self, fail: bool) -> None:
+            self.fail = fail
+            self.calls: list[tuple[str, str]] = []
+
+        async def merge(self, older: MergeText, newer: MergeText) -> str:
+            self.calls.append((older.content, newer.content))
+            if self.fail:
+                raise MergeFailed("down")
+            return "User really likes green tea"
+
+    merger = StubMerger(fail=policy == "synthesize-failing")
+    name = "synthesize" if policy.startswith("synthesize") else policy
+    bands = Bands(duplicate_threshold=0.90, merge_threshold=0.80, merge_policy=name)  # type: ignore[arg-type]
+    engine = DedupEngine(
+        store=store,
+        embedder=embedder,
+        policy=ThresholdPolicy(default=bands),
+        recent=RecentCache(ttl_s=300, max_entries=1000),
+        merger=merger,
+    )
+    ingest = Harness(
+        DedupEngine(
+            store=store,
+            embedder=embedder,
+            policy=ThresholdPolicy(default=Bands(0.999, 0.999)),
+            recent=RecentCache(ttl_s=300, max_entries=1000),
+        ),
+        store,
+        embedder,
+        FakePublisher(),
+    )
+    await ingest.send(event_dict(event_id="e1", content="User likes green tea", importance=0.3))
+    await ingest.send(event_dict(event_id="e2", content="User loves green tea", importance=0.9))
+    harness = Harness(engine, store, embedder, FakePublisher())
+    body = compact("User likes green tea", [("User loves green tea", "merged")])
+    body["text_source_id"] = memory_id(text_source) if text_source else None
+    outputs = await harness.send(command("c1", body))
+    decision = MemoryDecisionEvent.model_validate(outputs[0][1])
+    assert decision.memory.content == expected_text
+    assert decision.memory.importance == 0.9
+    assert decision.merge_policy == name
+    assert decision.merge_fallback == fallback
+    if expected_text != "User likes green tea":
+        assert decision.memory.supersedes == [
+            content_hash(normalize_content("User likes green tea"))
+        ]
+    stored = (await store.get_memories(0, [memory_id("User likes green tea")]))[
+        memory_id("User likes green tea")
+    ]
+    assert stored.content == expected_text
+    assert stored.vector is not None
+    if name == "synthesize":
+        assert merger.calls == [("User likes green tea", "User loves green tea")]
