@@ -86,15 +86,19 @@ def memory_id_of(text: str, namespace: str) -> str:
     return memory_id_for("acme", namespace, content_hash(normalize_content(text)))
 
 
+@pytest.mark.parametrize("kind", ["edge", "server"])
 async def test_reverse_a_merge_restores_both_memories_and_keeps_them_apart(
-    local_broker: Any, real_embedder: Any, tmp_path: Path
+    local_broker: Any, real_embedder: Any, tmp_path: Path, kind: str
 ) -> None:
     settings = make_settings(
         local_broker.bootstrap_servers,
         tmp_path,
         dedup={**BANDS, "namespaces": {"bio": {**BANDS, "merge_policy": "replace_with_newer"}}},
+        **({"qdrant": {"location": ":memory:"}} if kind == "server" else {}),
     )
-    stores = StoreFactory("edge", settings)
+    stores = StoreFactory(kind, settings)
+    store = await stores.open()
+    injected = store if kind == "server" else None
     first = [
         event("b1", "User is allergic to peanuts", namespace="bio"),
         event("p1", "User prefers Python for backend work"),
@@ -105,7 +109,7 @@ async def test_reverse_a_merge_restores_both_memories_and_keeps_them_apart(
         event("p3", "user prefers Python for backend work!"),
     ]
     try:
-        async with running_consumer(settings, real_embedder, await stores.open()):
+        async with running_consumer(settings, real_embedder, store):
             await produce(settings, first)
             await read_outputs(settings, at_least=2)
             await produce(settings, second)
@@ -191,7 +195,11 @@ async def test_reverse_a_merge_restores_both_memories_and_keeps_them_apart(
 
             # Compaction never folds a reversed pair back together (similarity 0.88).
             outcome = await run_compaction(
-                settings, namespace="bio", dry_run=True, report_dir=tmp_path / "report"
+                settings,
+                namespace="bio",
+                dry_run=True,
+                report_dir=tmp_path / "report",
+                store=injected,
             )
             [bio] = outcome.analyses
             assert bio.memories == 2
