@@ -16,9 +16,10 @@ from functools import partial
 from typing import Any, TypeVar
 
 import structlog
-from aiokafka import ConsumerRebalanceListener, TopicPartition
+from aiokafka import AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import KafkaError
 from faststream import AckPolicy, FastStream
+from faststream.exceptions import IncorrectState as FastStreamIncorrectState
 from faststream.kafka import KafkaBroker
 from faststream.kafka.annotations import KafkaMessage
 
@@ -91,6 +92,9 @@ class BrokerPublisher:
 
     async def publish_all(self, records: Sequence[OutgoingRecord]) -> list[int]:
         try:
+            producer = self._direct_producer()
+            if producer is not None:
+                return await self._send_all(producer, records)
             pending = [
                 await self._broker.publish(
                     record.value,
@@ -105,6 +109,44 @@ class BrokerPublisher:
             return [metadata.offset for metadata in await asyncio.gather(*pending)]
         except (TimeoutError, KafkaError, OSError) as exc:
             raise PublishFailed(f"broker did not acknowledge: {type(exc).__name__}") from exc
+
+    def _direct_producer(self) -> AIOKafkaProducer | None:
+        """The broker's own aiokafka producer, when publishing through the broker
+        would add nothing but cost (~20 us per record): no publish middleware
+        (tracing) to run. None otherwise, or if the broker's internals differ."""
+        if self._broker.middlewares:
+            return None
+        try:
+            fast_producer: Any = self._broker.config.producer
+            producer = fast_producer._producer.producer
+        except (AttributeError, FastStreamIncorrectState):
+            return None
+        return producer if isinstance(producer, AIOKafkaProducer) else None
+
+    async def _send_all(
+        self, producer: AIOKafkaProducer, records: Sequence[OutgoingRecord]
+    ) -> list[int]:
+        # The headers the broker's publish writes: content type (none for bytes), a
+        # correlation id, then the record's own.
+        new_id = self._broker.config.id_generator
+        pending = [
+            await producer.send(
+                record.topic,
+                value=record.value,
+                key=record.key,
+                partition=record.partition,
+                headers=[
+                    (name, value.encode())
+                    for name, value in {
+                        "content-type": "",
+                        "correlation_id": new_id(),
+                        **record.headers,
+                    }.items()
+                ],
+            )
+            for record in records
+        ]
+        return [metadata.offset for metadata in await asyncio.gather(*pending)]
 
 
 def backoff_delay(attempt: int, retry: RetrySettings) -> float:

@@ -21,6 +21,7 @@ import structlog
 
 from consumer.changelog import Changelog
 from consumer.commands import CommandProcessor, load_reviewed_pairs, reversal_basis, stored_memory
+from consumer.compaction.plan import local_judge
 from consumer.engine.dedup import DedupEngine
 from consumer.engine.models import BatchPlan, Candidate, DecisionRecord, Outcome
 from consumer.engine.normalize import decision_id_for
@@ -65,12 +66,15 @@ class BatchSummary:
         return sum(self.decisions.values())
 
 
-def build_decision_event(outcome: Outcome, model_id: str) -> MemoryDecisionEvent:
+def build_decision_event(
+    outcome: Outcome, model_id: str, decision_id: str | None = None
+) -> MemoryDecisionEvent:
+    """`decision_id`: the event's, when the caller has it already."""
     candidate = outcome.candidate
     event = candidate.event
     memory = outcome.memory
     return MemoryDecisionEvent(
-        decision_id=decision_id_for(event.event_id),
+        decision_id=decision_id or decision_id_for(event.event_id),
         event_id=event.event_id,
         tenant_id=event.tenant_id,
         namespace=event.namespace,
@@ -137,6 +141,11 @@ class BatchProcessor:
         self._changelog = changelog
         self._dimension = dimension
         self._metrics = metrics or ServiceMetrics()
+        self._decision_topics = {
+            Decision.ACCEPTED: topics.accepted,
+            Decision.MERGED: topics.merged,
+            Decision.SKIPPED: topics.skipped,
+        }
         self._commands = CommandProcessor(
             engine=engine,
             store=store,
@@ -152,6 +161,7 @@ class BatchProcessor:
                 commands=self._commands,
                 guards=engine.guards_enabled,
                 input_topic=topics.input,
+                judge=local_judge(engine.verifier),
                 dimension=dimension or engine.embedder.dimension,
             )
             if compaction is not None and compaction.periodic
@@ -159,11 +169,7 @@ class BatchProcessor:
         )
 
     def _decision_topic(self, decision: Decision) -> str:
-        return {
-            Decision.ACCEPTED: self._topics.accepted,
-            Decision.MERGED: self._topics.merged,
-            Decision.SKIPPED: self._topics.skipped,
-        }[decision]
+        return self._decision_topics[decision]
 
     def _decision_record(
         self, candidate: Candidate, decision: Decision, payload: bytes
@@ -384,6 +390,9 @@ class BatchProcessor:
             payloads.update(await self._resolve_races(partition, plan))
         self._engine.commit(plan)
 
+        # Bound once: each call on the module's lazy logger builds a bound logger
+        # first, a cost paid per event even when DEBUG is filtered out.
+        decided_log = log.bind()
         for outcome in plan.outcomes:
             candidate = outcome.candidate
             decision, payload = payloads[candidate.event.event_id]
@@ -406,7 +415,7 @@ class BatchProcessor:
                 )
             )
             # Per event at DEBUG; the batch's summary is `batch_done` at INFO.
-            log.debug(
+            decided_log.debug(
                 "decided",
                 event_id=candidate.event.event_id,
                 tenant_id=candidate.event.tenant_id,
@@ -438,12 +447,14 @@ class BatchProcessor:
         payloads: dict[str, tuple[Decision, bytes]] = {}
         for outcome in outcomes:
             candidate = outcome.candidate
-            payload = build_decision_event(outcome, self._model_id).model_dump_json().encode()
+            decision_id = decision_id_for(candidate.event.event_id)
+            event = build_decision_event(outcome, self._model_id, decision_id)
+            payload = event.model_dump_json().encode()
             payloads[candidate.event.event_id] = (outcome.decision, payload)
             records.append(
                 DecisionRecord(
                     event_id=candidate.event.event_id,
-                    decision_id=decision_id_for(candidate.event.event_id),
+                    decision_id=decision_id,
                     tenant_id=candidate.event.tenant_id,
                     namespace=candidate.event.namespace,
                     content_hash=candidate.content_hash,

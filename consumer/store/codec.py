@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
@@ -163,21 +163,40 @@ def _b64_f32(vector: list[float]) -> str:
     return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode()
 
 
+# The changelog's JSON: compact separators, ASCII only (json.dumps' defaults otherwise).
+_JSON = json.JSONEncoder(separators=(",", ":"))
+
+
+def encode_json(value: Any) -> str:
+    return _JSON.encode(value)
+
+
 @dataclass(frozen=True, slots=True)
 class RawPoint:
-    """A point as stored and as carried by the changelog: no re-embedding needed."""
+    """A point as stored and as carried by the changelog: no re-embedding needed.
+
+    The payload must not change once the point is built: its JSON is encoded once
+    and shared by the changelog record and the embedded shard."""
 
     point_id: str
     vector: list[float]
     payload: dict[str, Any]
+    _payload_json: str | None = field(default=None, init=False, repr=False, compare=False)
+
+    def payload_json(self) -> str:
+        encoded = self._payload_json
+        if encoded is None:
+            encoded = _JSON.encode(self.payload)
+            object.__setattr__(self, "_payload_json", encoded)
+        return encoded
 
     def to_bytes(self) -> bytes:
-        document = {
-            "id": self.point_id,
-            "vector": _packed_vector(self.vector),
-            "payload": self.payload,
-        }
-        return json.dumps(document, separators=(",", ":")).encode()
+        # The bytes of json.dumps({"id", "vector", "payload"}, compact), put together
+        # from parts so that the payload's JSON is encoded only once.
+        return (
+            f'{{"id":{_JSON.encode(self.point_id)},"vector":"{_packed_vector(self.vector)}",'
+            f'"payload":{self.payload_json()}}}'
+        ).encode()
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> RawPoint:

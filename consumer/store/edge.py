@@ -9,10 +9,12 @@ consumer processes on one machine can share one data directory.
 from __future__ import annotations
 
 import asyncio
+import json
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import structlog
 from qdrant_edge import (
@@ -43,6 +45,39 @@ from consumer.store import codec
 T = TypeVar("T")
 log = structlog.get_logger(__name__)
 
+# A shard stores the fields its searches filter on, plus the whole payload as one
+# JSON string. The engine converts every payload value on its own (a few
+# microseconds per string, as much per list item): one string instead of a memory's
+# 17 values and lists makes writing a point ~3x cheaper, and the JSON is the very
+# string the changelog record carries. Shards written before keep plain payloads.
+PAYLOAD_JSON_FIELD: Final = "payload_json"
+FILTERED_FIELDS: Final = (codec.KIND_FIELD, codec.TENANT_FIELD, codec.NAMESPACE_FIELD)
+# With a changelog, a write is durable in the changelog before it reaches the shard,
+# and the shard's write-ahead log survives the process: what an unflushed shard
+# loses with its machine, the restore replays (the changelog position is written
+# in the same operation). Flushing then only bounds the log replayed at the next
+# open, so it is done at most this often (and on release); without a changelog,
+# after every write.
+CHANGELOG_FLUSH_INTERVAL_S: Final = 5.0
+
+
+def stored_payload(point: codec.RawPoint) -> dict[str, Any]:
+    payload = point.payload
+    stored: dict[str, Any] = {name: payload[name] for name in FILTERED_FIELDS if name in payload}
+    stored[PAYLOAD_JSON_FIELD] = point.payload_json()
+    return stored
+
+
+def payload_of(stored: dict[str, Any] | None) -> dict[str, Any]:
+    """The payload a point was written with, from its stored form."""
+    if not stored:
+        return {}
+    packed = stored.get(PAYLOAD_JSON_FIELD)
+    if packed is None:
+        return stored
+    payload: dict[str, Any] = json.loads(packed)
+    return payload
+
 
 def _match(key: str, value: str) -> FieldCondition:
     return FieldCondition(key=key, match=MatchValue(value))
@@ -63,6 +98,7 @@ class EdgeMemoryStore:
         self._topic = topic
         self._dimension = 0
         self._shards: dict[int, Any] = {}
+        self._last_flush: dict[int, float] = {}
         # Search results carry vectors only from this score up (None below it).
         self._vectors_from_score = float("-inf")
         # One thread: shard calls are serialised and never block the event loop.
@@ -113,6 +149,7 @@ class EdgeMemoryStore:
                 )
                 shard.update(UpdateOperation.create_field_index(field, schema))
         self._shards[partition] = shard
+        self._last_flush[partition] = time.monotonic()
         log.info("shard_opened", partition=partition, path=str(path))
         return shard
 
@@ -134,7 +171,7 @@ class EdgeMemoryStore:
                 records = shard.retrieve(list(wanted), with_payload=True, with_vector=True)
                 followed: dict[str, str] = {}
                 for record in records:
-                    payload = record.payload or {}
+                    payload = payload_of(record.payload)
                     point_id = str(record.id)
                     requested = wanted[point_id]
                     if codec.is_memory(payload):
@@ -188,7 +225,7 @@ class EdgeMemoryStore:
                 [
                     ScoredMemory(
                         codec.memory_from_payload(
-                            str(point.id), point.payload or {}, vectors.get(str(point.id))
+                            str(point.id), payload_of(point.payload), vectors.get(str(point.id))
                         ),
                         float(point.score),
                     )
@@ -208,7 +245,7 @@ class EdgeMemoryStore:
         def read() -> dict[str, DecisionRecord]:
             ids = [decision_id_for(event_id) for event_id in event_ids]
             records = self._shard(partition).retrieve(ids, with_payload=True, with_vector=False)
-            found = [codec.decision_from_payload(r.payload or {}) for r in records]
+            found = [codec.decision_from_payload(payload_of(r.payload)) for r in records]
             return {record.event_id: record for record in found}
 
         return await self._run(read)
@@ -242,13 +279,20 @@ class EdgeMemoryStore:
             # Built in the store thread (the engine's payload conversion is slow):
             # the event loop meanwhile serves the broker and other partitions.
             try:
-                batch = [Point(p.point_id, p.vector, p.payload) for p in [*points, *extra]]
+                batch = [Point(p.point_id, p.vector, stored_payload(p)) for p in [*points, *extra]]
             except Exception as exc:  # a bad point is a bug, not the store being down
                 return exc
             shard = self._shard(partition)
             shard.update(UpdateOperation.upsert_points(batch))
-            # Durable before the offsets that produced it are committed.
-            shard.flush()
+            now = time.monotonic()
+            if (
+                changelog_offset is None
+                or now - self._last_flush.get(partition, now) >= CHANGELOG_FLUSH_INTERVAL_S
+            ):
+                # Without a changelog: durable before the offsets that produced it
+                # are committed.
+                shard.flush()
+                self._last_flush[partition] = now
             return None
 
         invalid = await self._run(apply)
@@ -266,7 +310,7 @@ class EdgeMemoryStore:
                 list(point_ids), with_payload=True, with_vector=True
             )
             return {
-                str(r.id): codec.RawPoint(str(r.id), list(r.vector or []), r.payload or {})
+                str(r.id): codec.RawPoint(str(r.id), list(r.vector or []), payload_of(r.payload))
                 for r in records
             }
 
@@ -296,7 +340,7 @@ class EdgeMemoryStore:
                     )
                 )
                 found.extend(
-                    codec.RawPoint(str(r.id), list(r.vector or []), r.payload or {})
+                    codec.RawPoint(str(r.id), list(r.vector or []), payload_of(r.payload))
                     for r in records
                 )
                 if offset is None or not records:
@@ -313,7 +357,9 @@ class EdgeMemoryStore:
                     with_payload=True,
                 )
             )
-            return [codec.memory_from_payload(str(r.id), r.payload or {}, None) for r in records]
+            return [
+                codec.memory_from_payload(str(r.id), payload_of(r.payload), None) for r in records
+            ]
 
         return await self._run(read)
 
@@ -337,7 +383,7 @@ class EdgeMemoryStore:
                 [codec.meta_point_id(partition)], with_payload=True, with_vector=False
             )
             for record in records:
-                return int((record.payload or {})["changelog_offset"])
+                return int(payload_of(record.payload)["changelog_offset"])
             return None
 
         return await self._run(read)
@@ -374,6 +420,7 @@ class EdgeMemoryStore:
         def close() -> None:
             for partition in wanted:
                 shard = self._shards.pop(partition, None)
+                self._last_flush.pop(partition, None)
                 if shard is not None:
                     shard.flush()
                     shard.close()

@@ -1,0 +1,190 @@
+"""How the embedded store keeps points: payloads packed as JSON, changelog bytes
+unchanged, plain payloads of older shards still read, flushing with a changelog."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from qdrant_edge import Point, UpdateOperation
+
+from consumer.engine.models import (
+    DecisionRecord,
+    MemoryRecord,
+    MergeSource,
+    Scope,
+    SimilarityQuery,
+)
+from consumer.engine.normalize import decision_id_for
+from consumer.store import codec, edge
+from consumer.store.edge import EdgeMemoryStore
+from schemas import Decision
+
+from .helpers import DIMENSION, FIXED_NOW, INPUT_TOPIC
+
+MEMORY_ID = "00000000-0000-5000-8000-0000000000a1"
+
+
+def memory(**overrides: Any) -> MemoryRecord:
+    fields: dict[str, Any] = {
+        "memory_id": MEMORY_ID,
+        "tenant_id": "tenant-a",
+        "namespace": "prefs",
+        "content": 'Prefers "dark" mode · café ☕ \\ tabs\n',
+        "content_hash": "ab" * 32,
+        "importance": 0.7,
+        "topics": ["ui", "thème"],
+        "entities": [],
+        "merged_event_ids": ["e2", "e3"],
+        "origin_event_id": "e1",
+        "created_at": FIXED_NOW,
+        "updated_at": FIXED_NOW,
+        # A unit vector: the store normalises (cosine), so it reads back equal.
+        "vector": [1.0] + [0.0] * (DIMENSION - 1),
+        "merged_from": [MergeSource("e2", "m2")],
+        "supersedes": ["cd" * 32],
+        "seen_count": 4,
+        "first_seen_at": FIXED_NOW,
+        "last_seen_at": FIXED_NOW,
+    }
+    fields.update(overrides)
+    return MemoryRecord(**fields)
+
+
+def decision(event_id: str = "e9") -> DecisionRecord:
+    return DecisionRecord(
+        event_id=event_id,
+        decision_id=decision_id_for(event_id),
+        tenant_id="tenant-a",
+        namespace="prefs",
+        content_hash="ef" * 32,
+        memory_id=MEMORY_ID,
+        decision=Decision.SKIPPED,
+        event_json=json.dumps({"event_id": event_id, "note": 'a "quoted" ünïcode'}),
+        basis_json=None,
+    )
+
+
+def reference_bytes(point: codec.RawPoint) -> bytes:
+    """The changelog encoding as first written: one json.dumps of the document."""
+    vector = base64.b64encode(np.asarray(point.vector, dtype="<f4").tobytes()).decode()
+    document = {"id": point.point_id, "vector": vector, "payload": point.payload}
+    return json.dumps(document, separators=(",", ":")).encode()
+
+
+@pytest.mark.parametrize(
+    "point",
+    [
+        codec.memory_point(memory(), DIMENSION),
+        codec.memory_point(memory(vector=None, importance=1), DIMENSION),
+        codec.decision_point(decision(), DIMENSION),
+        codec.meta_point(3, 12345, DIMENSION),
+        codec.plain_point("p-1", "command", {"outputs": [{"a": 1.5e-7, "b": None}]}, DIMENSION),
+    ],
+)
+def test_changelog_bytes_are_those_of_one_json_dumps(point: codec.RawPoint) -> None:
+    assert point.to_bytes() == reference_bytes(point)
+    assert point.to_bytes() == point.to_bytes()  # the cached payload JSON is the same
+    again = codec.RawPoint.from_bytes(point.to_bytes())
+    assert (again.point_id, again.payload) == (point.point_id, point.payload)
+    assert again.to_bytes() == point.to_bytes()
+
+
+async def test_points_read_back_as_written(store: EdgeMemoryStore) -> None:
+    stored = memory()
+    record = decision()
+    points = [codec.memory_point(stored, DIMENSION), codec.decision_point(record, DIMENSION)]
+    await store.apply_points(0, points, changelog_offset=41)
+
+    found = await store.get_points(0, [p.point_id for p in points])
+    for point in points:
+        assert found[point.point_id].payload == point.payload
+        # Key order too: a point read back and re-published keeps its bytes.
+        assert list(found[point.point_id].payload) == list(point.payload)
+    assert (await store.get_memories(0, [MEMORY_ID]))[MEMORY_ID] == stored
+    assert (await store.get_decisions(0, ["e9"]))["e9"] == record
+    assert await store.changelog_position(0) == 41
+    kinds = await store.points_of_kind(0, codec.DECISION_KIND, tenant_id="tenant-a")
+    assert [p.payload for p in kinds] == [points[1].payload]
+    assert await store.count_memories(0, "tenant-a", "prefs") == 1
+    assert await store.count_memories(0, "tenant-b", "prefs") == 0
+
+
+async def test_shards_with_plain_payloads_are_still_read(store: EdgeMemoryStore) -> None:
+    """Points written before payloads were packed."""
+    stored = memory()
+    points = [codec.memory_point(stored, DIMENSION), codec.decision_point(decision(), DIMENSION)]
+    await store.start(DIMENSION)
+    shard = store._shard(0)
+    shard.update(
+        UpdateOperation.upsert_points([Point(p.point_id, p.vector, p.payload) for p in points])
+    )
+
+    assert (await store.get_memories(0, [MEMORY_ID]))[MEMORY_ID] == stored
+    assert (await store.get_decisions(0, ["e9"]))["e9"] == decision()
+    query = SimilarityQuery(Scope("tenant-a", "prefs"), stored.vector or [], 5)
+    [found] = await store.search(0, [query])
+    assert [m.memory for m in found] == [stored]
+
+
+async def test_with_a_changelog_the_shard_is_flushed_at_intervals(
+    store: EdgeMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    flushes: list[int] = []
+    shard = store._shard(0)
+
+    class CountingShard:
+        def __getattr__(self, name: str) -> Any:
+            if name == "flush":
+                flushes.append(0)
+            return getattr(shard, name)
+
+    store._shards[0] = CountingShard()
+    point = codec.memory_point(memory(), DIMENSION)
+    await store.apply_points(0, [point], changelog_offset=1)
+    await store.apply_points(0, [point], changelog_offset=2)
+    assert flushes == []
+    await store.write(0, [memory()], [])  # no changelog covers it: flushed at once
+    assert len(flushes) == 1
+    monkeypatch.setattr(edge, "CHANGELOG_FLUSH_INTERVAL_S", 0.0)
+    await store.apply_points(0, [point], changelog_offset=3)
+    assert len(flushes) == 2
+
+
+WRITE_AND_DIE = """
+import asyncio, os, sys
+from pathlib import Path
+from consumer.store import codec
+from consumer.store.edge import EdgeMemoryStore
+
+async def main() -> None:
+    store = EdgeMemoryStore(root=Path(sys.argv[1]), collection="memories", topic=sys.argv[2])
+    await store.start(4)
+    point = codec.plain_point(sys.argv[3], "command", {"n": 1}, 4)
+    await store.apply_points(0, [point], changelog_offset=7)
+    os._exit(0)  # killed: no flush, no close
+
+asyncio.run(main())
+"""
+
+
+async def test_an_unflushed_write_survives_a_killed_process(tmp_path: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-c", WRITE_AND_DIE, str(tmp_path), INPUT_TOPIC, MEMORY_ID],
+        check=True,
+        timeout=60,
+    )
+    store = EdgeMemoryStore(root=tmp_path, collection="memories", topic=INPUT_TOPIC)
+    await store.start(4)
+    try:
+        assert await store.changelog_position(0) == 7
+        found = await store.get_points(0, [MEMORY_ID])
+        assert found[MEMORY_ID].payload == {"kind": "command", "n": 1}
+    finally:
+        await store.close()
