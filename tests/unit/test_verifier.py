@@ -3,6 +3,7 @@ loopback, settings, and the engine's use of it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -219,11 +220,13 @@ def completions() -> Iterator[tuple[Completions, str]]:
             time.sleep(state.delay_s)
             answer = {"choices": [{"message": {"role": "assistant", "content": state.text}}]}
             raw = state.raw if state.raw is not None else json.dumps(answer).encode()
-            self.send_response(state.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
+            # After a client timeout the connection is gone: nothing to answer.
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self.send_response(state.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
 
         def log_message(self, *args: Any) -> None:
             pass
