@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Final
+from typing import Any, Final
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -121,6 +121,8 @@ class ServiceMetrics:
         self.registry = registry if registry is not None else CollectorRegistry()
         r = self.registry
         # Seed 004's set.
+        self._children: dict[tuple[str, str, str], tuple[Any, Any, Any, Any]] = {}
+        self._check_children: dict[str, Any] = {}
         self.checks = Counter(
             "dedup_checks",
             "Events decided, by namespace; result=duplicate for skipped or merged, unique for accepted.",
@@ -238,21 +240,44 @@ class ServiceMetrics:
         that ran (exact, recent, semantic); `guard` names a guard that vetoed."""
         decision = str(decision)
         reason = str(reason)
-        self.decisions.labels(decision=decision, reason=reason).inc()
-        result = UNIQUE if decision == "accepted" else DUPLICATE
-        self.checks.labels(namespace=namespace, result=result).inc()
-        if decision == "skipped":
-            self.skipped.labels(namespace=namespace, reason=reason).inc()
+        # Labelled children are cached: `labels()` validates and locks on every call,
+        # which costs more than the increment itself on the duplicate path.
+        children = self._children
+        key = (namespace, decision, reason)
+        cached = children.get(key)
+        if cached is None:
+            result = UNIQUE if decision == "accepted" else DUPLICATE
+            cached = children[key] = (
+                self.decisions.labels(decision=decision, reason=reason),
+                self.checks.labels(namespace=namespace, result=result),
+                self.skipped.labels(namespace=namespace, reason=reason)
+                if decision == "skipped"
+                else None,
+                self.similarity.labels(namespace=namespace),
+            )
+        decided, checked, skipped, similarities = cached
+        decided.inc()
+        checked.inc()
+        if skipped is not None:
+            skipped.inc()
         total_ms = 0.0
         for name, _hit, duration_ms in checks:
-            self.check_duration.labels(check_type=str(name)).observe(duration_ms)
+            self._check_child(str(name)).observe(duration_ms)
             total_ms += duration_ms
         if checks:
-            self.check_duration.labels(check_type="total").observe(total_ms)
+            self._check_child("total").observe(total_ms)
         if similarity is not None:
-            self.similarity.labels(namespace=namespace).observe(similarity)
+            similarities.observe(similarity)
         if guard is not None:
             self.guard_vetoes.labels(guard=str(guard)).inc()
+
+    def _check_child(self, check_type: str) -> Any:
+        child = self._check_children.get(check_type)
+        if child is None:
+            child = self._check_children[check_type] = self.check_duration.labels(
+                check_type=check_type
+            )
+        return child
 
     def degraded(self, count: int = 1) -> None:
         self.degraded_decisions.inc(count)

@@ -77,6 +77,16 @@ def parse_record(
             f"record value is {len(value)} bytes; the limit is {max_event_bytes}",
         )
     try:
+        # Fast path for the common case, a valid memory event: one parse in
+        # pydantic-core. Anything else takes the path below, which says why.
+        event = MemoryExtracted.model_validate_json(value)
+    except ValidationError:
+        return _parse_slowly(record, value)
+    return _candidate(record, event)
+
+
+def _parse_slowly(record: InputRecord, value: bytes) -> Candidate | ParsedCommand | Rejection:
+    try:
         document = json.loads(value)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         position = getattr(exc, "pos", getattr(exc, "start", "?"))
@@ -115,7 +125,10 @@ def parse_record(
     except ValidationError as exc:
         code, detail = _describe(exc)
         return Rejection(record, code, detail, event_id)
+    return _candidate(record, event)
 
+
+def _candidate(record: InputRecord, event: MemoryExtracted) -> Candidate | Rejection:
     normalized = normalize_content(event.content)
     if not normalized:
         return Rejection(
