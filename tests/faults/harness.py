@@ -175,6 +175,8 @@ def fault_settings(bootstrap: str, data_dir: Path, **kafka: Any) -> Settings:
             "merged": f"{prefix}.memory.merged",
             "skipped": f"{prefix}.memory.skipped",
             "dlq": f"{prefix}.memory.dlq",
+            "reversed": f"{prefix}.memory.reversed",
+            "command_results": f"{prefix}.command-results",
             "changelog": f"{prefix}.memory.changelog",
             "partitions": 6,
         },

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import random
 import signal
@@ -22,8 +23,11 @@ from typing import Any
 import pytest
 
 from consumer.changelog import Changelog
+from consumer.compact import load_state
 from consumer.localbroker import LocalBroker, free_port
+from consumer.settings import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_MERGE_THRESHOLD
 from consumer.store.edge import EdgeMemoryStore
+from consumer.topic_reader import read_all
 from consumer.topics import ensure_topics
 from tests.faults.harness import (
     Dataset,
@@ -49,6 +53,14 @@ def dataset(real_embedder: Any) -> Dataset:
     assert len(built.events) >= 5000
     print(f"\ndataset: {len(built.events)} events, {built.unique_texts} unique texts")
     return built
+
+
+def strict_off() -> dict[str, str]:
+    """The usual bands (the environment of the test process may hold others)."""
+    return {
+        "MEMDEDUP_DEDUP__DUPLICATE_THRESHOLD": str(DEFAULT_DUPLICATE_THRESHOLD),
+        "MEMDEDUP_DEDUP__MERGE_THRESHOLD": str(DEFAULT_MERGE_THRESHOLD),
+    }
 
 
 def chunks(items: list[Any], count: int) -> list[list[Any]]:
@@ -319,3 +331,74 @@ async def test_broker_restart_mid_stream_loses_no_decision(
             broker.stop()
     memories = await count_memories(settings, data)
     conclude("broker restart", evidence, dataset, memories)
+
+
+async def test_compaction_while_consumers_are_killed_applies_each_cluster_once(
+    local_broker: Any, dataset: Dataset, tmp_path: Path
+) -> None:
+    """Ingest with bands no paraphrase reaches (every variant a memory of its own),
+    then `memdedup compact` with the usual bands while consumers are SIGKILLed:
+    every cluster command gets one result (copies identical), every removed memory
+    one compaction decision, and the store shrinks by exactly what was removed."""
+    data = tmp_path / "data"
+    settings = fault_settings(local_broker.bootstrap_servers, data)
+    await ensure_topics(settings)
+    strict = {
+        "MEMDEDUP_DEDUP__DUPLICATE_THRESHOLD": "0.999",
+        "MEMDEDUP_DEDUP__MERGE_THRESHOLD": "0.999",
+    }
+    fleet = consumers(3, settings, tmp_path, strict)
+    rng = random.Random(5)
+    try:
+        for process in fleet:
+            process.start()
+        await produce(settings, dataset.events)
+        await wait_for_all(settings, dataset, timeout_s=420)
+        state = await load_state(settings)
+        before = sum(len(m) for m in state.memories.values())
+
+        compact = subprocess.Popen(
+            [sys.executable, "-m", "consumer.cli", "compact", "--timeout", "300"],
+            env={**os.environ, **settings_env(settings), **strict_off()},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        kills = 0
+        while compact.poll() is None and kills < 4:
+            await asyncio.sleep(rng.uniform(1.0, 3.0))
+            victim = rng.choice(fleet)
+            victim.kill(signal.SIGKILL)
+            victim.wait()
+            kills += 1
+            victim.start()
+        out, err = await asyncio.to_thread(compact.communicate, timeout=360)
+        print(out.strip())
+        assert compact.returncode == 0, err[-2000:]
+    finally:
+        stop_all(fleet)
+    after = await count_memories(settings, data)
+
+    results: dict[str, set[bytes]] = {}
+    async for record in read_all(settings, [settings.topics.command_results]):
+        results.setdefault(json.loads(record.value)["command_id"], set()).add(record.value)
+    compacted: dict[str, set[bytes]] = {}
+    async for record in read_all(settings, [settings.topics.merged, settings.topics.skipped]):
+        body = json.loads(record.value)
+        if body["reason"] == "compaction":
+            compacted.setdefault(body["decision_id"], set()).add(record.value)
+    assert results, "no cluster was found"
+    assert all(len(copies) == 1 for copies in results.values()), "a command had two results"
+    applied = [json.loads(next(iter(c))) for c in results.values()]
+    assert {r["status"] for r in applied} == {"applied"}
+    removed = [m for r in applied for m in r["removed_memory_ids"]]
+    assert len(removed) == len(set(removed))
+    assert all(len(copies) == 1 for copies in compacted.values()), "a compaction decision differs"
+    assert {json.loads(next(iter(c)))["superseded_memory_id"] for c in compacted.values()} == set(
+        removed
+    )
+    print(
+        f"[compaction under sigkill x{kills}] memories {before} -> {after}, "
+        f"{len(results)} clusters, {len(removed)} folded"
+    )
+    assert after == before - len(removed)
