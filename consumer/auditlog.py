@@ -122,7 +122,10 @@ async def read_log(
     statuses = await review_statuses(settings)
     seen: set[str] = set()
     entries: list[LogEntry] = []
-    async for record in read_all(settings, decision_topics(settings)):
+    # Records are published after their decision: seek by time, with a margin
+    # for clocks, and filter on decided_at below.
+    since_ms = None if since is None else int(since.timestamp() * 1000) - 60_000
+    async for record in read_all(settings, decision_topics(settings), since_ms=since_ms):
         try:
             event = MemoryDecisionEvent.model_validate_json(record.value or b"")
         except ValidationError:

@@ -74,14 +74,18 @@ async def read_all(
     topics: Sequence[str],
     *,
     start: dict[TopicPartition, int] | None = None,
+    since_ms: int | None = None,
 ) -> AsyncIterator[Any]:
-    """Every record of `topics` up to their end when called (from `start` where
-    given, else the beginning), partition by partition."""
+    """Every record of `topics` up to their end when called, from `start` where
+    given, else from the first record timestamped at or after `since_ms` (where
+    the broker can tell; otherwise from the beginning), else the beginning."""
     async with topic_reader(settings) as reader:
         partitions = await partitions_of(reader, topics)
         if not partitions:
             return
         ends = await exact_end_offsets(reader, partitions, poll_ms=50)
+        if start is None and since_ms is not None:
+            start = await _offsets_at(reader, partitions, since_ms, ends)
         remaining = {tp for tp in partitions if (start or {}).get(tp, 0) < ends[tp]}
         for tp in remaining:
             reader.seek(tp, (start or {}).get(tp, 0))
@@ -101,6 +105,20 @@ async def read_all(
                     yield record
                 if records and records[-1].offset + 1 >= ends[tp]:
                     remaining.discard(tp)
+
+
+async def _offsets_at(
+    reader: AIOKafkaConsumer,
+    partitions: Sequence[TopicPartition],
+    since_ms: int,
+    ends: dict[TopicPartition, int],
+) -> dict[TopicPartition, int]:
+    try:
+        found = await reader.offsets_for_times({tp: since_ms for tp in partitions})
+    except (KafkaError, ValueError):  # older brokers: scan from the beginning
+        return {}
+    # None: nothing that recent in the partition.
+    return {tp: ends[tp] if at is None else at.offset for tp, at in found.items()}
 
 
 async def publish(settings: Settings, topic: str, records: Sequence[tuple[bytes, bytes]]) -> None:

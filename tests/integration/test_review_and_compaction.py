@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +134,9 @@ async def test_reverse_a_merge_restores_both_memories_and_keeps_them_apart(
             assert {e.decision.event_id for e in bio_log} == {"b1", "b2"}
             skipped = await read_log(settings, decisions=["skipped"])
             assert {e.decision.event_id for e in skipped} == {"p2", "p3"}
+            now = datetime.now(UTC)
+            assert await read_log(settings, since=now + timedelta(hours=1)) == []
+            assert len(await read_log(settings, since=now - timedelta(hours=1))) == 5
 
             # Reverse the merge while the consumer runs.
             command, result = await send_review(
