@@ -699,6 +699,9 @@ def consumer_env(args: argparse.Namespace, bootstrap: str, workdir: Path) -> dic
             "HF_HUB_OFFLINE": "1",
         }
     )
+    for item in getattr(args, "consumer_setting", None) or []:
+        name, _, value = item.partition("=")
+        env[name] = value
     if args.fetch_max_wait_ms:
         env[FETCH_WAIT_ENV] = str(args.fetch_max_wait_ms)
     return env
@@ -892,6 +895,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--steady-s", type=float, default=0.0, help="steady phase seconds")
     parser.add_argument("--naive-events", type=int, default=0, help="naive pipeline sample")
     parser.add_argument("--embed-batch", type=int, default=64, help="model batch size")
+    parser.add_argument(
+        "--consumer-setting",
+        action="append",
+        default=[],
+        metavar="MEMDEDUP_X=V",
+        help="extra consumer setting, e.g. MEMDEDUP_KAFKA__BATCH_MAX_RECORDS=1024 (repeatable)",
+    )
     parser.add_argument("--log-level", default="INFO", help="consumer log level")
     parser.add_argument("--keep-log", type=Path, default=None, help="copy the consumer log")
     parser.add_argument(
