@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Final, Protocol, get_args
 
 import httpx
 
+from consumer.engine.chat import ChatEndpoint, ChatFailed
 from consumer.engine.models import Candidate, MemoryRecord, MergeSource
 from consumer.engine.normalize import content_hash, normalize_content
 from schemas.events import MAX_CONTENT_CHARS, MergePolicy
@@ -87,11 +88,13 @@ class HttpMerger:
         timeout_s: float = 10.0,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self._url = base_url.rstrip("/") + "/chat/completions"
-        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._model = model
-        self._timeout_s = timeout_s
-        self._transport = transport
+        self._chat = ChatEndpoint(
+            base_url=base_url,
+            model=model,
+            api_key=api_key,
+            timeout_s=timeout_s,
+            transport=transport,
+        )
 
     @classmethod
     def from_settings(cls, merger: MergerSettings) -> HttpMerger:
@@ -111,23 +114,10 @@ class HttpMerger:
             timestamp_b=newer.recorded_at.isoformat(),
             content_b=newer.content,
         )
-        body = {
-            "model": self._model,
-            "messages": [{"role": "user", "content": prompt}],
-            "temperature": 0,
-        }
         try:
-            # A client per call: merges are rare next to the model call they cost.
-            async with httpx.AsyncClient(
-                timeout=self._timeout_s, transport=self._transport
-            ) as client:
-                response = await client.post(self._url, json=body, headers=self._headers)
-            response.raise_for_status()
-            text = response.json()["choices"][0]["message"]["content"]
-        except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
-            raise MergeFailed(f"{type(exc).__name__}: {exc}") from exc
-        if not isinstance(text, str):
-            raise MergeFailed("the completion holds no text")
+            text = await self._chat.complete(prompt)
+        except ChatFailed as exc:
+            raise MergeFailed(str(exc)) from exc
         text = text.strip()
         normalized = normalize_content(text)
         if not normalized:

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import httpx
 import structlog
 
+from consumer.engine.chat import ChatEndpoint, ChatFailed
 from consumer.engine.guards import GuardName, pair_signals, text_signals
 from consumer.engine.normalize import content_hash, normalize_content
 
@@ -410,11 +411,13 @@ class LlmVerifier:
         timeout_s: float = 5.0,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self._url = base_url.rstrip("/") + "/chat/completions"
-        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._model = model
-        self._timeout_s = timeout_s
-        self._transport = transport
+        self._chat = ChatEndpoint(
+            base_url=base_url,
+            model=model,
+            api_key=api_key,
+            timeout_s=timeout_s,
+            transport=transport,
+        )
         self._fallback = fallback
         self.failures = 0
 
@@ -442,26 +445,14 @@ class LlmVerifier:
                 "local (llm failed)",
                 f"llm failed ({str(exc)[:60]}); {verdict.detail}"[:_MAX_DETAIL],
             )
-        detail = f"{self._model}: {'same fact' if same else 'different fact'}"
+        detail = f"{self._chat.model}: {'same fact' if same else 'different fact'}"
         return Verdict(same, None, self.source, detail[:_MAX_DETAIL])
 
     async def _ask(self, existing: str, new: str) -> bool:
-        body = {
-            "model": self._model,
-            "messages": [
-                {"role": "user", "content": VERIFY_PROMPT.format(existing=existing, new=new)}
-            ],
-            "temperature": 0,
-        }
         try:
-            async with httpx.AsyncClient(
-                timeout=self._timeout_s, transport=self._transport
-            ) as client:
-                response = await client.post(self._url, json=body, headers=self._headers)
-            response.raise_for_status()
-            text = response.json()["choices"][0]["message"]["content"]
-        except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
-            raise _VerifyFailed(f"{type(exc).__name__}: {exc}") from exc
+            text = await self._chat.complete(VERIFY_PROMPT.format(existing=existing, new=new))
+        except ChatFailed as exc:
+            raise _VerifyFailed(str(exc)) from exc
         return _parse_answer(text)
 
 
