@@ -21,7 +21,7 @@ import structlog
 
 from consumer.changelog import Changelog
 from consumer.engine.dedup import DedupEngine
-from consumer.engine.merge import MergeFailed, MergeText
+from consumer.engine.merge import MergeFailed, MergeText, union
 from consumer.engine.models import (
     DecisionRecord,
     MemoryRecord,
@@ -533,9 +533,9 @@ class CommandProcessor:
         merged = replace(
             keeper,
             importance=max(m.importance for m in everyone),
-            topics=_union(*(m.topics for m in everyone)),
-            entities=_union(*(m.entities for m in everyone)),
-            merged_event_ids=_union(
+            topics=union(*(m.topics for m in everyone)),
+            entities=union(*(m.entities for m in everyone)),
+            merged_event_ids=union(
                 keeper.merged_event_ids,
                 *([m.origin_event_id, *m.merged_event_ids] for m in members),
             ),
@@ -589,15 +589,11 @@ class CommandProcessor:
                 merged,
                 content=content,
                 content_hash=new_hash,
-                supersedes=_union(keeper.supersedes, [keeper.content_hash]),
+                supersedes=union(keeper.supersedes, [keeper.content_hash]),
                 vector=vector,
             ),
             fallback,
         )
-
-
-def _union(*lists: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys(item for values in lists for item in values))
 
 
 async def load_reviewed_pairs(engine: DedupEngine, store: MemoryStore, partition: int) -> None:

@@ -27,6 +27,7 @@ from consumer.engine.merge import (
     newer_text,
     policy_text,
     seen_again,
+    union,
 )
 from consumer.engine.models import (
     BatchPlan,
@@ -69,8 +70,8 @@ def _new_memory(candidate: Candidate, now: datetime, *, vector: list[float] | No
         content=event.content.strip(),
         content_hash=candidate.content_hash,
         importance=event.importance,
-        topics=_union(event.topics, []),
-        entities=_union(event.entities, []),
+        topics=union(event.topics, []),
+        entities=union(event.entities, []),
         merged_event_ids=[],
         origin_event_id=event.event_id,
         created_at=now,
@@ -79,11 +80,6 @@ def _new_memory(candidate: Candidate, now: datetime, *, vector: list[float] | No
         first_seen_at=now,
         last_seen_at=now,
     )
-
-
-def _union(first: Sequence[str], second: Sequence[str]) -> list[str]:
-    """Order-preserving union, so merged lists are stable across replays."""
-    return list(dict.fromkeys([*first, *second]))
 
 
 @dataclass(slots=True)

@@ -18,6 +18,7 @@ hash is appended to `supersedes`.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Final, Protocol, get_args
@@ -155,9 +156,9 @@ def fold(
     merged = replace(
         target,
         importance=max(target.importance, event.importance),
-        topics=_union(target.topics, event.topics),
-        entities=_union(target.entities, event.entities),
-        merged_event_ids=_union(target.merged_event_ids, [event.event_id]),
+        topics=union(target.topics, event.topics),
+        entities=union(target.entities, event.entities),
+        merged_event_ids=union(target.merged_event_ids, [event.event_id]),
         merged_from=[*target.merged_from, source]
         if source not in target.merged_from
         else list(target.merged_from),
@@ -175,7 +176,7 @@ def fold(
         merged,
         content=text.content,
         content_hash=new_hash,
-        supersedes=_union(target.supersedes, [target.content_hash]),
+        supersedes=union(target.supersedes, [target.content_hash]),
         vector=text.vector if text.vector is not None else target.vector,
     )
 
@@ -226,5 +227,6 @@ def combined_text(target: MemoryRecord, candidate: Candidate) -> TextChoice | No
     return TextChoice(content, normalized, None)
 
 
-def _union(first: list[str], second: list[str]) -> list[str]:
-    return list(dict.fromkeys([*first, *second]))
+def union(*lists: Sequence[str]) -> list[str]:
+    """Order-preserving union, so merged lists are stable across replays."""
+    return list(dict.fromkeys(item for values in lists for item in values))
