@@ -3,10 +3,13 @@
 After a batch, each scope the batch touched is compacted when it holds more than
 `compaction.min_memories` memories and its last compaction is older than
 `compaction.interval_s`. The consumer owns the scope's partition, so it plans
-from its own store and applies the clusters itself, through the same command
-path as `memdedup compact` (decisions with reason `compaction` are published).
-The time of each scope's last compaction is stored with the scope's data, so a
-restart or a new owner does not compact it again early.
+from its own store, then publishes one command per cluster to the scope's own
+input partition, exactly as `memdedup compact` does: the clusters are applied in
+order with the scope's events, once, with their decisions (`reason: compaction`)
+re-emitted by any redelivery. The time of each scope's last compaction is stored
+with the scope's data once its commands are acknowledged, so a restart or a new
+owner does not compact it again early (a crash in between plans the scope again;
+the second set of commands is then rejected as stale, changing nothing).
 """
 
 from __future__ import annotations
@@ -20,13 +23,13 @@ import structlog
 from consumer.commands import CommandProcessor
 from consumer.compaction.clusters import analyse_scope
 from consumer.compaction.plan import StoredState, collect_points, commands_for, pair_veto
-from consumer.engine.models import RecordRef, Scope
+from consumer.engine.models import Scope
 from consumer.engine.verifier import PairJudge
 from consumer.records import OutgoingRecord
 from consumer.settings import CompactionSettings
 from consumer.store import codec
-from consumer.typing import MemoryStore
-from consumer.validation import ParsedCommand
+from consumer.typing import MemoryStore, RecordPublisher
+from schemas import scope_key
 
 log = structlog.get_logger(__name__)
 
@@ -49,6 +52,7 @@ class PeriodicCompaction:
         settings: CompactionSettings,
         store: MemoryStore,
         commands: CommandProcessor,
+        publisher: RecordPublisher,
         guards: bool,
         input_topic: str,
         judge: PairJudge | None = None,
@@ -58,6 +62,7 @@ class PeriodicCompaction:
         self._settings = settings
         self._store = store
         self._commands = commands
+        self._publisher = publisher
         self._guards = guards
         self._judge = judge
         self._input_topic = input_topic
@@ -67,13 +72,10 @@ class PeriodicCompaction:
         # the interval passes, so the trigger costs nothing on most batches.
         self._next_check: dict[Scope, datetime] = {}
 
-    async def after_batch(
-        self, scopes: Iterable[tuple[int, Scope]], *, offset: int
-    ) -> list[OutgoingRecord]:
-        """Compact the due scopes among `scopes` (partition, scope); returns the
-        records to publish. `offset`: the batch's last input offset, recorded as
-        the position the compaction decisions were taken at."""
-        emitted: list[OutgoingRecord] = []
+    async def after_batch(self, scopes: Iterable[tuple[int, Scope]]) -> int:
+        """Plan the due scopes among `scopes` (partition, scope) and publish their
+        cluster commands; returns how many commands were published."""
+        published = 0
         now = self._clock()
         for partition, scope in sorted(
             set(scopes), key=lambda i: (i[0], i[1].tenant_id, i[1].namespace)
@@ -81,12 +83,10 @@ class PeriodicCompaction:
             due_at = self._next_check.get(scope)
             if due_at is not None and now < due_at:
                 continue
-            emitted.extend(await self._maybe_compact(partition, scope, offset, now))
-        return emitted
+            published += await self._maybe_compact(partition, scope, now)
+        return published
 
-    async def _maybe_compact(
-        self, partition: int, scope: Scope, offset: int, now: datetime
-    ) -> list[OutgoingRecord]:
+    async def _maybe_compact(self, partition: int, scope: Scope, now: datetime) -> int:
         interval = self._settings.interval_s
         state_id = state_point_id(scope)
         stored = (await self._store.get_points(partition, [state_id])).get(state_id)
@@ -94,12 +94,12 @@ class PeriodicCompaction:
             last = datetime.fromisoformat(stored.payload["compacted_at"])
             if (now - last).total_seconds() < interval:
                 self._next_check[scope] = datetime.fromtimestamp(last.timestamp() + interval, UTC)
-                return []
+                return 0
         count = await self._store.count_memories(partition, scope.tenant_id, scope.namespace)
         if count <= self._settings.min_memories:
             # Checked again after a tenth of the interval: the scope may grow.
             self._next_check[scope] = datetime.fromtimestamp(now.timestamp() + interval / 10, UTC)
-            return []
+            return 0
         state = StoredState()
         for kind in (codec.MEMORY_KIND, codec.REVIEWED_PAIR_KIND):
             points = await self._store.points_of_kind(
@@ -119,9 +119,19 @@ class PeriodicCompaction:
             max_cluster_size=self._settings.max_cluster_size,
         )
         run_id = f"auto-{uuid.uuid4().hex[:12]}"
-        record = RecordRef(self._input_topic, partition, offset)
-        parsed = [ParsedCommand(c, record) for c in commands_for([analysis], run_id)]
-        outputs = await self._commands.apply(partition, parsed)
+        commands = commands_for([analysis], run_id)
+        key = scope_key(scope.tenant_id, scope.namespace).encode()
+        await self._publisher.publish_all(
+            [
+                OutgoingRecord(
+                    self._input_topic,
+                    key,
+                    command.model_dump_json(exclude_none=True).encode(),
+                    partition=partition,
+                )
+                for command in commands
+            ]
+        )
         await self._commands.persist(
             partition,
             [
@@ -148,4 +158,4 @@ class PeriodicCompaction:
             removed=analysis.removed,
             run_id=run_id,
         )
-        return [out for _, _, out in outputs]
+        return len(commands)

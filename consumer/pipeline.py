@@ -159,6 +159,7 @@ class BatchProcessor:
                 settings=compaction,
                 store=store,
                 commands=self._commands,
+                publisher=publisher,
                 guards=engine.guards_enabled,
                 input_topic=topics.input,
                 judge=local_judge(engine.verifier),
@@ -316,10 +317,7 @@ class BatchProcessor:
         await self._publisher.publish_all([record for _, _, record in outgoing])
         if self._periodic is not None and by_partition:
             touched = [(p, c.scope) for p, candidates in by_partition.items() for c in candidates]
-            last_offset = max(r.offset for r in records)
-            compacted = await self._periodic.after_batch(touched, offset=last_offset)
-            if compacted:
-                await self._publisher.publish_all(compacted)
+            await self._periodic.after_batch(touched)
         return summary
 
     async def _process_partition(

@@ -12,6 +12,7 @@ import pytest
 from consumer.engine.models import Scope
 from consumer.engine.normalize import content_hash, memory_id_for, normalize_content
 from consumer.pipeline import BatchProcessor
+from consumer.records import InputRecord
 from consumer.settings import TopicSettings
 from consumer.store.edge import EdgeMemoryStore
 from schemas import CommandResult, MemoryDecisionEvent, MemoryReversed
@@ -295,12 +296,27 @@ async def test_periodic_compaction_folds_a_large_scope_once_per_interval(
     await processor.process(
         [make_record(event_dict(event_id="o2", content="Other fact", namespace="other"), offset=11)]
     )
+    # The trigger planned the scope and published its clusters to the scope's own
+    # input partition; nothing is folded until they come back as input.
+    commands = [r for r in publisher.published if r.topic == TOPICS.input]
+    assert len(commands) == 1
+    assert commands[0].key == f"{TENANT}/{NAMESPACE}".encode()
+    assert commands[0].partition == 0
+    assert await store.count_memories(0, TENANT, NAMESPACE) == 4
+    await processor.process(
+        [
+            InputRecord(TOPICS.input, 0, 12 + i, r.key, r.value, 1_700_000_000_000)
+            for i, r in enumerate(commands)
+        ]
+    )
     decisions = [
-        json.loads(r.value) for r in publisher.published if r.topic != TOPICS.command_results
+        json.loads(r.value)
+        for r in publisher.published
+        if r.topic in (TOPICS.accepted, TOPICS.merged, TOPICS.skipped)
     ]
     compacted = [d for d in decisions if d["reason"] == "compaction"]
     assert len(compacted) == 2
-    assert {d["record"]["offset"] for d in compacted} == {10}
+    assert {d["record"]["offset"] for d in compacted} == {12}
     # 4 in prefs (3 tea + cat) -> 2; "other" has 2 memories: not more than min_memories.
     assert await store.count_memories(0, TENANT, NAMESPACE) == 2
     assert await store.count_memories(0, TENANT, "other") == 2
@@ -322,7 +338,7 @@ async def test_periodic_compaction_folds_a_large_scope_once_per_interval(
     await fresh.process(
         [make_record(event_dict(event_id="n2", content="User owns a dog"), offset=20)]
     )
-    assert [json.loads(r.value)["reason"] for r in later.published] == ["new"]
+    assert [r.topic for r in later.published] == [TOPICS.accepted]
 
 
 @pytest.mark.parametrize(
