@@ -271,3 +271,13 @@ def test_dashboard_panels_have_unique_ids() -> None:
     dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
     ids = [panel["id"] for panel in dashboard["panels"]]
     assert len(ids) == len(set(ids))
+
+
+def test_the_topic_script_creates_every_topic_the_service_uses() -> None:
+    from consumer.settings import Settings
+    from consumer.topics import topic_names
+
+    script = (REPO / "infra" / "create-topics.sh").read_text()
+    listed = re.search(r"for topic in (.*?); do", script, re.DOTALL)
+    assert listed is not None
+    assert listed.group(1).replace("\\", " ").split() == topic_names(Settings())
