@@ -36,6 +36,7 @@ from consumer.engine.normalize import (
     normalize_content,
 )
 from consumer.engine.thresholds import Bands
+from consumer.metrics import ServiceMetrics
 from consumer.records import OutgoingRecord
 from consumer.settings import TopicSettings
 from consumer.store import codec
@@ -119,8 +120,10 @@ class CommandProcessor:
         model_id: str,
         changelog: Changelog | None = None,
         dimension: int = 0,
+        metrics: ServiceMetrics | None = None,
         clock: Callable[[], datetime] = _utcnow,
     ) -> None:
+        self._metrics = metrics or ServiceMetrics()
         self._engine = engine
         self._store = store
         self._topics = topics
@@ -174,6 +177,8 @@ class CommandProcessor:
             )
         )
         await self.persist(partition, points)
+        # The command's result is always its last record.
+        self._metrics.command(command.command.type, json.loads(outputs[-1].value)["status"])
         return outputs
 
     def bands_for(self, namespace: str) -> Bands:

@@ -218,6 +218,12 @@ class ServiceMetrics:
             ["guard"],
             registry=r,
         )
+        self.commands = Counter(
+            "memdedup_commands",
+            "Commands applied or rejected (reviews, compaction clusters), by type and status.",
+            ["type", "status"],
+            registry=r,
+        )
         self.degraded_decisions = Counter(
             "memdedup_degraded_decisions",
             "Decisions taken in a degraded mode.",
@@ -278,6 +284,9 @@ class ServiceMetrics:
                 check_type=check_type
             )
         return child
+
+    def command(self, command_type: str, status: str) -> None:
+        self.commands.labels(type=command_type, status=status).inc()
 
     def degraded(self, count: int = 1) -> None:
         self.degraded_decisions.inc(count)

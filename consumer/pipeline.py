@@ -153,6 +153,7 @@ class BatchProcessor:
             model_id=model_id,
             changelog=changelog,
             dimension=dimension,
+            metrics=self._metrics,
         )
         self._periodic = (
             PeriodicCompaction(

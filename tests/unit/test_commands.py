@@ -11,6 +11,7 @@ import pytest
 
 from consumer.engine.models import Scope
 from consumer.engine.normalize import content_hash, memory_id_for, normalize_content
+from consumer.metrics import ServiceMetrics
 from consumer.pipeline import BatchProcessor
 from consumer.records import InputRecord
 from consumer.settings import TopicSettings
@@ -43,6 +44,7 @@ class Harness:
     def __init__(
         self, engine: Any, store: EdgeMemoryStore, embedder: FakeEmbedder, publisher: FakePublisher
     ) -> None:
+        self.metrics = ServiceMetrics()
         self.processor = BatchProcessor(
             engine=engine,
             store=store,
@@ -50,6 +52,7 @@ class Harness:
             topics=TOPICS,
             model_id=embedder.model_id,
             max_event_bytes=64 * 1024,
+            metrics=self.metrics,
         )
         self.publisher = publisher
         self.offset = 0
@@ -161,6 +164,12 @@ async def test_reviews_that_cannot_apply_are_rejected_with_a_reason(harness: Har
     assert r3["detail"].startswith("no decision")
     [(_, r4)] = await harness.send(command("c4", review(accepted, "confirm")))
     assert (r4["status"], r4["review_status"]) == ("applied", "confirmed")
+    # A redelivered command is not counted twice.
+    await harness.send(command("c4", review(accepted, "confirm")))
+    registry = harness.metrics.registry
+    for status, count in (("rejected", 3.0), ("applied", 1.0)):
+        labels = {"type": "review", "status": status}
+        assert registry.get_sample_value("memdedup_commands_total", labels) == count
 
 
 async def test_a_reviewed_pair_is_never_matched_again(
