@@ -355,7 +355,7 @@ async def wait_for_all(
         if dataset.event_ids <= set(evidence.decisions):
             break
         await asyncio.sleep(1)
-    outputs = await read_outputs(
-        settings, at_least=len(outputs) + 1, timeout_s=settle_s, settle_s=0
-    )
+    # Read everything again (at least what was seen), then wait `settle_s` for
+    # late duplicates: a read cut short would report decided events as missing.
+    outputs = await read_outputs(settings, at_least=len(outputs), timeout_s=60, settle_s=settle_s)
     return Evidence.of(len(dataset.events), outputs, settings)
