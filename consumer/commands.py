@@ -608,7 +608,6 @@ async def load_reviewed_pairs(engine: DedupEngine, store: MemoryStore, partition
     points = await store.points_of_kind(partition, codec.REVIEWED_PAIR_KIND)
     pairs = []
     for point in points:
-        first, second = point.payload["hashes"]
-        scope = Scope(point.payload[codec.TENANT_FIELD], point.payload[codec.NAMESPACE_FIELD])
-        pairs.append((scope, str(first), str(second)))
+        tenant_id, namespace, first, second = codec.reviewed_pair_of(point.payload)
+        pairs.append((Scope(tenant_id, namespace), first, second))
     engine.reviewed.load(partition, pairs)

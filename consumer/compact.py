@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -27,8 +26,8 @@ from consumer.compaction.plan import (
     commands_for,
     local_judge,
     pair_veto,
+    state_from_store,
 )
-from consumer.engine.models import MemoryRecord
 from consumer.engine.verifier import build_verifier
 from consumer.settings import Settings
 from consumer.store import codec
@@ -39,8 +38,6 @@ from schemas import (
     CommandStatus,
     MemoryCommand,
 )
-
-PairVeto = Callable[[MemoryRecord, MemoryRecord], str | None]
 
 
 @dataclass(slots=True)
@@ -74,27 +71,6 @@ async def state_from_changelog(
     state = StoredState()
     points = [codec.RawPoint.from_bytes(value) for value in latest.values() if value is not None]
     collect_points(state, points, tenant, namespace)
-    return state
-
-
-async def state_from_store(
-    store: MemoryStore,
-    partitions: Sequence[int],
-    *,
-    tenant: str | None = None,
-    namespace: str | None = None,
-) -> StoredState:
-    state = StoredState()
-    for partition in partitions:
-        for kind in (codec.MEMORY_KIND, codec.PENDING_KIND, codec.REVIEWED_PAIR_KIND):
-            points = await store.points_of_kind(
-                partition,
-                kind,
-                tenant_id=tenant,
-                namespace=namespace,
-                with_vectors=kind == codec.MEMORY_KIND,
-            )
-            collect_points(state, points, tenant, namespace)
     return state
 
 

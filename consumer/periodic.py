@@ -22,7 +22,7 @@ import structlog
 
 from consumer.commands import CommandProcessor
 from consumer.compaction.clusters import analyse_scope
-from consumer.compaction.plan import StoredState, collect_points, commands_for, pair_veto
+from consumer.compaction.plan import commands_for, pair_veto, state_from_store
 from consumer.engine.models import Scope
 from consumer.engine.verifier import PairJudge
 from consumer.records import OutgoingRecord
@@ -100,16 +100,9 @@ class PeriodicCompaction:
             # Checked again after a tenth of the interval: the scope may grow.
             self._next_check[scope] = datetime.fromtimestamp(now.timestamp() + interval / 10, UTC)
             return 0
-        state = StoredState()
-        for kind in (codec.MEMORY_KIND, codec.REVIEWED_PAIR_KIND):
-            points = await self._store.points_of_kind(
-                partition,
-                kind,
-                tenant_id=scope.tenant_id,
-                namespace=scope.namespace,
-                with_vectors=kind == codec.MEMORY_KIND,
-            )
-            collect_points(state, points, scope.tenant_id, scope.namespace)
+        state = await state_from_store(
+            self._store, [partition], tenant=scope.tenant_id, namespace=scope.namespace
+        )
         analysis = analyse_scope(
             state.memories.get(scope, []),
             bands=self._commands.bands_for(scope.namespace),

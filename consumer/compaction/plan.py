@@ -13,8 +13,10 @@ import numpy as np
 from consumer.compaction.clusters import ScopeAnalysis
 from consumer.engine.guards import check_pair
 from consumer.engine.models import MemoryRecord, Scope
+from consumer.engine.reviewed import ReviewedPairs
 from consumer.engine.verifier import LlmVerifier, LocalVerifier, PairJudge
 from consumer.store import codec
+from consumer.typing import MemoryStore
 from schemas import SCHEMA_VERSION, CompactCommand, CompactionMember, MemoryCommand
 
 PairVeto = Callable[[MemoryRecord, MemoryRecord], str | None]
@@ -25,7 +27,7 @@ class StoredState:
     """Memories (with vectors) and reviewed pairs, per scope."""
 
     memories: dict[Scope, list[MemoryRecord]] = field(default_factory=dict)
-    reviewed_pairs: set[tuple[str, str, frozenset[str]]] = field(default_factory=set)
+    reviewed_pairs: ReviewedPairs = field(default_factory=ReviewedPairs)
 
 
 def collect_points(
@@ -44,10 +46,30 @@ def collect_points(
             memory = codec.memory_from_payload(point.point_id, payload, vector)
             state.memories.setdefault(scope, []).append(memory)
         elif kind == codec.REVIEWED_PAIR_KIND:
-            first, second = payload["hashes"]
-            state.reviewed_pairs.add(
-                (scope.tenant_id, scope.namespace, frozenset((str(first), str(second))))
+            _, _, first, second = codec.reviewed_pair_of(payload)
+            state.reviewed_pairs.add(scope, first, second)
+
+
+async def state_from_store(
+    store: MemoryStore,
+    partitions: Sequence[int],
+    *,
+    tenant: str | None = None,
+    namespace: str | None = None,
+) -> StoredState:
+    """Memories (embedded or not) and reviewed pairs read from a store."""
+    state = StoredState()
+    for partition in partitions:
+        for kind in (codec.MEMORY_KIND, codec.PENDING_KIND, codec.REVIEWED_PAIR_KIND):
+            points = await store.points_of_kind(
+                partition,
+                kind,
+                tenant_id=tenant,
+                namespace=namespace,
+                with_vectors=kind == codec.MEMORY_KIND,
             )
+            collect_points(state, points, tenant, namespace)
+    return state
 
 
 def local_judge(verifier: object) -> PairJudge | None:
@@ -63,12 +85,7 @@ def pair_veto(state: StoredState, *, guards: bool, judge: PairJudge | None = Non
     or the verifier judges them different facts (as in the consumer)."""
 
     def veto(first: MemoryRecord, second: MemoryRecord) -> str | None:
-        key = (
-            first.tenant_id,
-            first.namespace,
-            frozenset((first.content_hash, second.content_hash)),
-        )
-        if key in state.reviewed_pairs:
+        if state.reviewed_pairs.separated(first.scope, first.content_hash, second.content_hash):
             return "reviewed_pair"
         if guards:
             found = check_pair(first.content, second.content)

@@ -242,6 +242,12 @@ def redirect_target(payload: dict[str, Any]) -> str | None:
     return str(payload["merged_into"])
 
 
+def reviewed_pair_of(payload: dict[str, Any]) -> tuple[str, str, str, str]:
+    """(tenant, namespace, first hash, second hash) of a reviewed-pair point."""
+    first, second = payload["hashes"]
+    return str(payload[TENANT_FIELD]), str(payload[NAMESPACE_FIELD]), str(first), str(second)
+
+
 def plain_point(point_id: str, kind: str, fields: dict[str, Any], dimension: int) -> RawPoint:
     """A point that is not a memory (review status, reviewed pair, command record)."""
     return RawPoint(point_id, placeholder_vector(dimension), {KIND_FIELD: kind, **fields})

@@ -54,7 +54,7 @@ def test_reviewed_pairs_come_first_then_guards_then_the_verifier() -> None:
     assert pair_veto(state, guards=True, judge=disagree)(a, b) == "verifier"
     assert pair_veto(state, guards=True, judge=disagree)(c, d) == "numbers"
     assert pair_veto(state, guards=False, judge=None)(c, d) is None
-    state.reviewed_pairs.add(("t", "n", frozenset((a.content_hash, b.content_hash))))
+    state.reviewed_pairs.add(a.scope, a.content_hash, b.content_hash)
     assert pair_veto(state, guards=True, judge=agree)(b, a) == "reviewed_pair"
 
 
