@@ -267,13 +267,7 @@ async def send_commands(
     await publish(
         settings,
         settings.topics.input,
-        [
-            (
-                scope_key(c.tenant_id, c.namespace).encode(),
-                c.model_dump_json(exclude_none=True).encode(),
-            )
-            for c in commands
-        ],
+        [(c.key.encode(), c.to_bytes()) for c in commands],
     )
     if wait_s <= 0:
         return {}

@@ -29,7 +29,6 @@ from consumer.records import OutgoingRecord
 from consumer.settings import CompactionSettings
 from consumer.store import codec
 from consumer.typing import MemoryStore, RecordPublisher
-from schemas import scope_key
 
 log = structlog.get_logger(__name__)
 
@@ -113,14 +112,10 @@ class PeriodicCompaction:
         )
         run_id = f"auto-{uuid.uuid4().hex[:12]}"
         commands = commands_for([analysis], run_id)
-        key = scope_key(scope.tenant_id, scope.namespace).encode()
         await self._publisher.publish_all(
             [
                 OutgoingRecord(
-                    self._input_topic,
-                    key,
-                    command.model_dump_json(exclude_none=True).encode(),
-                    partition=partition,
+                    self._input_topic, command.key.encode(), command.to_bytes(), partition=partition
                 )
                 for command in commands
             ]

@@ -23,6 +23,7 @@ from schemas.events import (
     DecisionReason,
     RecordPosition,
     StoredMemory,
+    scope_key,
 )
 
 MAX_CLUSTER_MEMBERS = 100
@@ -92,6 +93,15 @@ class MemoryCommand(BaseModel):
     namespace: Annotated[str, Field(min_length=1, max_length=64, pattern=NAMESPACE_PATTERN)]
     issued_at: AwareDatetime
     command: Annotated[ReviewCommand | CompactCommand, Field(discriminator="type")]
+
+    @property
+    def key(self) -> str:
+        """The record key: the scope's, so the command lands on the scope's partition."""
+        return scope_key(self.tenant_id, self.namespace)
+
+    def to_bytes(self) -> bytes:
+        """The record value as published."""
+        return self.model_dump_json(exclude_none=True).encode()
 
 
 class CommandStatus(StrEnum):
