@@ -339,6 +339,12 @@ class Runtime:
     owned: dict[str, bool] = field(default_factory=dict)
 
 
+async def leave_undecoded(message: Any) -> None:
+    """The handler parses the raw records itself (consumer.validation); FastStream's
+    own decoding of a batch (a message object and a JSON parse per record) is waste."""
+    return None
+
+
 def create_app(
     settings: Settings,
     *,
@@ -383,6 +389,7 @@ def create_app(
         fetch_max_wait_ms=kafka.fetch_max_wait_ms,
         listener=PartitionHandover(runtime),
         ack_policy=AckPolicy.MANUAL,
+        decoder=leave_undecoded,
         description="Extracted memories to deduplicate, keyed {tenant_id}/{namespace}.",
     )
     async def consume_batch(message: KafkaMessage) -> None:

@@ -4,18 +4,25 @@ Order of effects, which is what makes redelivery safe:
 1. bad input becomes a dead letter (never retried: it is a property of the bytes);
 2. an event that already has a decision record re-emits it byte for byte;
 3. fresh events are decided, then memories and decision records are stored in one
-   write per partition;
+   write per partition (with a changelog: appended there and acknowledged first);
 4. every outgoing record is published and acknowledged;
 5. only then does the caller commit offsets.
 A crash anywhere before 5 redelivers the batch, and step 2 turns it into replays.
+
+With a changelog, a partition's decisions are published while its shard write runs
+(both after the changelog acknowledged the points): the changelog is what a restore
+trusts, so if the shard write fails, the retry first restores the shard from it and
+then replays those very decisions instead of taking new ones.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import structlog
 
@@ -139,6 +146,9 @@ class BatchProcessor:
         self._model_id = model_id
         self._max_event_bytes = max_event_bytes
         self._changelog = changelog
+        # Partitions whose changelog holds points their shard may lack (a write
+        # failed after the append): restored before they are processed again.
+        self._shard_behind: set[int] = set()
         self._dimension = dimension
         self._metrics = metrics or ServiceMetrics()
         self._decision_topics = {
@@ -324,6 +334,9 @@ class BatchProcessor:
     async def _process_partition(
         self, partition: int, candidates: list[Candidate], summary: BatchSummary
     ) -> tuple[list[tuple[int, int, OutgoingRecord]], list[tuple[Candidate, _Reason]]]:
+        if partition in self._shard_behind and self._changelog is not None:
+            await self._changelog.restore(partition, self._store)
+            self._shard_behind.discard(partition)
         await load_reviewed_pairs(self._engine, self._store, partition)
         if not candidates:
             return [], []
@@ -379,8 +392,21 @@ class BatchProcessor:
             points = [memory_point(m, self._dimension) for m in memories]
             points.extend(decision_point(d, self._dimension) for d in decision_records)
             changelog_offset = await self._changelog.append(partition, points)
+            self._shard_behind.add(partition)
             started = time.perf_counter()
-            await self._store.apply_points(partition, points, changelog_offset=changelog_offset)
+            storing = self._store.apply_points(partition, points, changelog_offset=changelog_offset)
+            if self._reconcile:
+                await storing
+            else:
+                # Final already (no race re-check can change them): published while
+                # the shard is written, which the event loop would otherwise wait on.
+                emitted.extend(self._decided_records(partition, plan, payloads, repeats))
+                emitted.sort(key=lambda item: item[1])
+                await _all_of(
+                    storing, self._publisher.publish_all([record for _, _, record in emitted])
+                )
+                emitted = []
+            self._shard_behind.discard(partition)
         else:
             started = time.perf_counter()
             await self._store.write(partition, memories, decision_records)
@@ -388,13 +414,15 @@ class BatchProcessor:
         if self._reconcile:
             payloads.update(await self._resolve_races(partition, plan))
         self._engine.commit(plan)
+        if self._reconcile or self._changelog is None:
+            emitted.extend(self._decided_records(partition, plan, payloads, repeats))
 
         # Bound once: each call on the module's lazy logger builds a bound logger
         # first, a cost paid per event even when DEBUG is filtered out.
         decided_log = log.bind()
         for outcome in plan.outcomes:
             candidate = outcome.candidate
-            decision, payload = payloads[candidate.event.event_id]
+            decision, _ = payloads[candidate.event.event_id]
             summary.decisions[decision.value] += 1
             if outcome.skipped_checks:
                 self._metrics.degraded()
@@ -405,13 +433,6 @@ class BatchProcessor:
                 outcome.similarity,
                 [(c.name.value, c.hit, c.duration_ms) for c in outcome.checks],
                 outcome.guard.veto.guard.value if outcome.guard else None,
-            )
-            emitted.append(
-                (
-                    partition,
-                    candidate.record.offset,
-                    self._decision_record(candidate, decision, payload),
-                )
             )
             # Per event at DEBUG; the batch's summary is `batch_done` at INFO.
             decided_log.debug(
@@ -427,17 +448,27 @@ class BatchProcessor:
                 partition=partition,
                 offset=candidate.record.offset,
             )
-        for candidate in repeats:
-            decision, payload = payloads[candidate.event.event_id]
-            summary.replayed += 1
-            emitted.append(
-                (
-                    partition,
-                    candidate.record.offset,
-                    self._decision_record(candidate, decision, payload),
-                )
-            )
+        summary.replayed += len(repeats)
         return emitted, conflicts
+
+    def _decided_records(
+        self,
+        partition: int,
+        plan: BatchPlan,
+        payloads: dict[str, tuple[Decision, bytes]],
+        repeats: list[Candidate],
+    ) -> list[tuple[int, int, OutgoingRecord]]:
+        """The decision records of a partition's fresh events and of their repeats
+        within the batch (same event id, same content: the same record)."""
+        decided = [outcome.candidate for outcome in plan.outcomes]
+        return [
+            (
+                partition,
+                candidate.record.offset,
+                self._decision_record(candidate, *payloads[candidate.event.event_id]),
+            )
+            for candidate in (*decided, *repeats)
+        ]
 
     def _decision_records(
         self, outcomes: Sequence[Outcome]
@@ -494,6 +525,16 @@ class BatchProcessor:
             partition, [o.superseded_memory_id for o in replaced if o.superseded_memory_id]
         )
         return payloads
+
+
+async def _all_of(*operations: Awaitable[Any]) -> None:
+    """Runs operations concurrently and waits for every one, even after one fails
+    (a retry must not start while a store write still runs); re-raises the first
+    failure."""
+    results = await asyncio.gather(*operations, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
 
 
 def _text_headers(record: InputRecord) -> dict[str, str]:

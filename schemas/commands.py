@@ -23,6 +23,7 @@ from schemas.events import (
     DecisionReason,
     RecordPosition,
     StoredMemory,
+    empty_list,
     scope_key,
 )
 
@@ -133,7 +134,7 @@ class CommandResult(BaseModel):
     # Compactions.
     run_id: str | None = None
     keeper_id: str | None = None
-    removed_memory_ids: list[str] = []
+    removed_memory_ids: list[str] = empty_list()
 
 
 class MemoryReversed(BaseModel):

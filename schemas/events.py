@@ -32,6 +32,16 @@ TENANT_PATTERN: Final = r"^[A-Za-z0-9._:@-]+$"
 NAMESPACE_PATTERN: Final = r"^[a-z0-9_-]+$"
 
 
+def empty_list() -> Any:
+    """`[]` as a default, made fresh per instance: pydantic deep-copies a literal
+    mutable default on every validation. The schema still shows `"default": []`."""
+    return Field(default_factory=list, json_schema_extra={"default": []})
+
+
+def empty_dict() -> Any:
+    return Field(default_factory=dict, json_schema_extra={"default": {}})
+
+
 def scope_key(tenant_id: str, namespace: str) -> str:
     """The record key producers must use: one scope always lands on one partition."""
     return f"{tenant_id}/{namespace}"
@@ -78,11 +88,11 @@ class MemoryExtracted(BaseModel):
     # raw bound only stops absurd payloads from being normalised at all.
     content: Annotated[str, Field(min_length=1, max_length=4 * MAX_CONTENT_CHARS)]
     importance: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5
-    topics: Annotated[list[ShortText], Field(max_length=MAX_TOPICS)] = []
-    entities: Annotated[list[ShortText], Field(max_length=MAX_ENTITIES)] = []
+    topics: Annotated[list[ShortText], Field(max_length=MAX_TOPICS)] = empty_list()
+    entities: Annotated[list[ShortText], Field(max_length=MAX_ENTITIES)] = empty_list()
     source: SourceRef | None = None
     occurred_at: AwareDatetime | None = None
-    metadata: Annotated[dict[str, JsonValue], AfterValidator(_metadata_within_limit)] = {}
+    metadata: Annotated[dict[str, JsonValue], AfterValidator(_metadata_within_limit)] = empty_dict()
 
     @field_validator("schema_version", mode="before")
     @classmethod
@@ -172,10 +182,10 @@ class StoredMemory(BaseModel):
     created_at: datetime
     updated_at: datetime
     # Lineage (defaults describe memories stored before it existed).
-    merged_from: list[MergeSource] = []
+    merged_from: list[MergeSource] = empty_list()
     # Content hashes of texts this memory's text replaced (its id stays derived
     # from the first text's hash).
-    supersedes: list[str] = []
+    supersedes: list[str] = empty_list()
     # Times the fact was seen: 1 when accepted, +1 for each merge or skip into it.
     seen_count: int = 1
     first_seen_at: datetime | None = None
@@ -227,7 +237,7 @@ class MemoryDecisionEvent(BaseModel):
     # Decided in a degraded mode (model or store unavailable, opt-in): the checks
     # that could not run are listed; such memories are re-checked later.
     degraded: bool = False
-    skipped_checks: list[CheckName] = []
+    skipped_checks: list[CheckName] = empty_list()
     # Merges only: the namespace's merge policy, and the policy applied instead
     # when it failed (synthesize falls back to replace_with_newer).
     merge_policy: MergePolicy | None = None

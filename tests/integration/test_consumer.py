@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from consumer.errors import StoreUnavailable
 from consumer.store.edge import EdgeMemoryStore
 from schemas import DeadLetterHeaders, MemoryDecisionEvent
 from tests.integration.harness import (
@@ -243,6 +244,70 @@ async def test_offsets_are_not_committed_while_the_store_is_down(
         assert all(o.topic == settings.topics.accepted for o in outputs)
     finally:
         await stores.close()
+
+
+class ShardWriteFailsOnce(EdgeMemoryStore):
+    """The first write of decided events fails after the changelog took them (the
+    decisions are on their way out meanwhile); the shard stays without them."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.failed = 0
+
+    async def apply_points(self, partition: int, points: Any, **kwargs: Any) -> None:
+        if not self.failed and any(p.payload.get("kind") == "decision" for p in points):
+            self.failed += 1
+            raise StoreUnavailable("injected: shard write failed")
+        await super().apply_points(partition, points, **kwargs)
+
+
+async def test_a_failed_shard_write_is_restored_from_the_changelog_before_the_retry(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    """Decisions are published while the shard is written; when that write fails,
+    the retry restores the shard from the changelog and re-emits the very same
+    decisions (byte for byte) instead of deciding again."""
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path, topics={"partitions": 1})
+    store = ShardWriteFailsOnce(
+        root=settings.qdrant.path,
+        collection=settings.qdrant.collection,
+        topic=settings.topics.input,
+    )
+    items = [
+        event("w1", "User keeps bees on the roof"),
+        event("w2", "user keeps bees on the roof."),
+        event("w3", "User's sister lives in Lisbon"),
+        event("w4", "User prefers aisle seats on long flights"),
+    ]
+    await produce(settings, items)
+    async with running_consumer(settings, real_embedder, store):
+        assert await wait_committed(settings, len(items), timeout_s=30)
+        outputs = await read_outputs(settings, at_least=len(items), settle_s=1.0)
+    assert store.failed == 1
+    by_event: dict[str, set[bytes]] = {}
+    for output in outputs:
+        by_event.setdefault(output.body["event_id"], set()).add(output.value)
+    assert sorted(by_event) == ["w1", "w2", "w3", "w4"]
+    # Published once before the failure, once by the retry: the same bytes.
+    assert all(len(values) == 1 for values in by_event.values()), by_event
+    assert len(outputs) > len(items)
+    decided = {event_id: json.loads(next(iter(v))) for event_id, v in by_event.items()}
+    assert decided["w2"]["decision"] == "skipped"
+    assert decided["w2"]["memory_id"] == decided["w1"]["memory_id"]
+    reopened = EdgeMemoryStore(
+        root=settings.qdrant.path,
+        collection=settings.qdrant.collection,
+        topic=settings.topics.input,
+    )
+    await reopened.start(real_embedder.dimension)
+    try:
+        assert await reopened.count_memories(partition=0) == 3
+        stored = await reopened.get_decisions(0, ["w1", "w2", "w3", "w4"])
+        assert {e: r.event_json.encode() for e, r in stored.items()} == {
+            e: next(iter(v)) for e, v in by_event.items()
+        }
+    finally:
+        await reopened.close()
 
 
 async def test_restart_resumes_from_committed_offsets(
