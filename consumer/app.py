@@ -34,6 +34,7 @@ from consumer.errors import PublishFailed, StoreUnavailable, TransientError
 from consumer.health import HealthServer
 from consumer.kafka_security import aiokafka_kwargs, faststream_security
 from consumer.metrics import ServiceMetrics, TimedEmbedder, component_of, hit_rate
+from consumer.partitioning import CachedDefaultPartitioner
 from consumer.pipeline import BatchProcessor, BatchSummary
 from consumer.records import InputRecord
 from consumer.settings import QdrantSettings, RetrySettings, Settings
@@ -359,6 +360,7 @@ def create_app(
         kafka.bootstrap_servers,
         client_id=kafka.client_id,
         acks="all",
+        partitioner=CachedDefaultPartitioner(),
         enable_idempotence=kafka.enable_idempotence,
         request_timeout_ms=kafka.request_timeout_ms,
         graceful_timeout=settings.shutdown_timeout_s,

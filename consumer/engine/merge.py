@@ -183,12 +183,11 @@ def fold(
 
 def seen_again(target: MemoryRecord, now: datetime) -> MemoryRecord:
     """A skipped duplicate: the matched memory was seen once more."""
-    return replace(
-        target,
-        seen_count=target.seen_count + 1,
-        first_seen_at=target.first_seen_at or target.created_at,
-        last_seen_at=now,
-    )
+    seen = target.copy()
+    seen.seen_count = target.seen_count + 1
+    seen.first_seen_at = target.first_seen_at or target.created_at
+    seen.last_seen_at = now
+    return seen
 
 
 def newer_text(candidate: Candidate, vector: list[float] | None) -> TextChoice:

@@ -56,6 +56,30 @@ class MemoryRecord:
     def scope(self) -> Scope:
         return Scope(self.tenant_id, self.namespace)
 
+    def copy(self) -> MemoryRecord:
+        """A shallow copy, as `dataclasses.replace(self)` makes, for a third of its
+        cost (two per skipped duplicate)."""
+        return MemoryRecord(
+            memory_id=self.memory_id,
+            tenant_id=self.tenant_id,
+            namespace=self.namespace,
+            content=self.content,
+            content_hash=self.content_hash,
+            importance=self.importance,
+            topics=self.topics,
+            entities=self.entities,
+            merged_event_ids=self.merged_event_ids,
+            origin_event_id=self.origin_event_id,
+            created_at=self.created_at,
+            updated_at=self.updated_at,
+            vector=self.vector,
+            merged_from=self.merged_from,
+            supersedes=self.supersedes,
+            seen_count=self.seen_count,
+            first_seen_at=self.first_seen_at,
+            last_seen_at=self.last_seen_at,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class MergeSource:

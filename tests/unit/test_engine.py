@@ -3,12 +3,14 @@ tests choose, so similarities are exact."""
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from consumer.engine.dedup import DedupEngine
-from consumer.engine.models import BatchPlan, Candidate, Outcome
+from consumer.engine.models import BatchPlan, Candidate, MemoryRecord, MergeSource, Outcome
 from consumer.engine.recent import RecentCache
 from consumer.engine.thresholds import Bands, ThresholdPolicy
 from consumer.store.edge import EdgeMemoryStore
@@ -432,3 +434,33 @@ async def test_guards_can_be_switched_off(
     [outcome] = await decide_and_store(store, engine, cand("r2", "Bob loves Alice", 1))
     assert outcome.decision is Decision.SKIPPED
     assert outcome.guard is None
+
+
+def test_memory_copy_is_a_shallow_copy_of_every_field() -> None:
+    now = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    memory = MemoryRecord(
+        memory_id="m",
+        tenant_id="t",
+        namespace="n",
+        content="c",
+        content_hash="h",
+        importance=0.7,
+        topics=["a"],
+        entities=["b"],
+        merged_event_ids=["e2"],
+        origin_event_id="e1",
+        created_at=now,
+        updated_at=now + timedelta(seconds=1),
+        vector=[0.5, 0.5],
+        merged_from=[MergeSource("e2", "m2")],
+        supersedes=["h0"],
+        seen_count=3,
+        first_seen_at=now - timedelta(days=1),
+        last_seen_at=now + timedelta(seconds=2),
+    )
+    # Every field set to a non-default value: a field the copy forgot would differ.
+    assert all(getattr(memory, f.name) != f.default for f in fields(MemoryRecord))
+    copied = memory.copy()
+    assert copied == replace(memory)
+    assert copied is not memory
+    assert copied.topics is memory.topics  # shallow, as replace() is

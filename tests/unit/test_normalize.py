@@ -16,6 +16,7 @@ from consumer.engine.normalize import (
     decision_id_for,
     memory_id_for,
     normalize_content,
+    uuid5_text,
 )
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -191,3 +192,15 @@ def test_decision_id_is_deterministic_and_distinct_per_event() -> None:
 
 def test_decision_and_memory_ids_live_in_different_uuid_namespaces() -> None:
     assert decision_id_for("x") != str(uuid.uuid5(MEMORY_ID_NAMESPACE, "x"))
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["", "e-1", "évènement ✓", "x" * 1000, "tenant\x1fns\x1f" + "ab" * 32, "\U0001f600"],
+)
+@pytest.mark.parametrize(
+    "namespace",
+    [MEMORY_ID_NAMESPACE, DECISION_ID_NAMESPACE, uuid.UUID(int=0), uuid.UUID(int=2**128 - 1)],
+)
+def test_uuid5_text_is_the_standard_uuid5(namespace: uuid.UUID, name: str) -> None:
+    assert uuid5_text(namespace, name) == str(uuid.uuid5(namespace, name))
