@@ -28,7 +28,7 @@ from consumer.embedding import load_embedder
 from consumer.engine.dedup import DedupEngine
 from consumer.engine.merge import build_merger
 from consumer.engine.recent import RecentCache
-from consumer.engine.thresholds import Bands, ThresholdPolicy
+from consumer.engine.thresholds import Bands, ThresholdPolicy, lowest_band
 from consumer.engine.verifier import build_verifier
 from consumer.errors import PublishFailed, StoreUnavailable, TransientError
 from consumer.health import HealthServer
@@ -58,13 +58,6 @@ def threshold_policy(settings: Settings) -> ThresholdPolicy:
             for name, bands in dedup.namespaces.items()
         },
     )
-
-
-def lowest_band(policy: ThresholdPolicy) -> float:
-    """The lowest similarity at which a match can be skipped into or merged into
-    (less a rounding margin): below it a search result's vector is never needed."""
-    bands = [policy.default, *policy.per_namespace.values()]
-    return min(min(b.duplicate_threshold, b.merge_threshold) for b in bands) - 1e-6
 
 
 def build_store(qdrant: QdrantSettings, *, input_topic: str) -> MemoryStore:
@@ -477,7 +470,7 @@ def create_app(
             runtime.store.inner if isinstance(runtime.store, OutageSwitchStore) else runtime.store
         )
         if isinstance(inner, EdgeMemoryStore):
-            inner.fetch_vectors_from(lowest_band(policy))
+            inner.full_results_from(lowest_band(policy))
         engine = DedupEngine(
             store=runtime.store,
             embedder=TimedEmbedder(runtime.embedder, runtime.metrics),

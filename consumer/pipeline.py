@@ -29,7 +29,7 @@ import structlog
 from consumer.changelog import Changelog
 from consumer.commands import CommandProcessor, load_reviewed_pairs, reversal_basis, stored_memory
 from consumer.compaction.plan import local_judge
-from consumer.engine.dedup import DedupEngine
+from consumer.engine.dedup import DedupEngine, Lookahead
 from consumer.engine.models import BatchPlan, Candidate, DecisionRecord, Outcome
 from consumer.engine.normalize import decision_id_for
 from consumer.metrics import ServiceMetrics
@@ -304,20 +304,34 @@ class BatchProcessor:
             else:
                 by_partition.setdefault(record.partition, []).append(parsed)
 
-        for partition in sorted(by_partition.keys() | commands.keys()):
-            candidates = by_partition.get(partition, [])
-            emitted, conflicts = await self._process_partition(partition, candidates, summary)
-            # A batch's commands apply after its events: a review may name a
-            # decision taken in this very batch.
-            if partition in commands:
-                applied = await self._commands.apply(partition, commands[partition])
-                summary.commands += len(commands[partition])
-                emitted.extend(applied)
-            outgoing.extend(emitted)
-            rejections.extend(
-                Rejection(originals[(c.record.partition, c.record.offset)], *reason)
-                for c, reason in conflicts
+        # Each partition's reads and model call start while the partitions before it
+        # are decided and written (their shards are others), in partition order.
+        ahead: dict[int, asyncio.Task[_Ahead]] = {}
+        previous: asyncio.Task[_Ahead] | None = None
+        for partition in sorted(by_partition.keys() - self._shard_behind):
+            previous = ahead[partition] = asyncio.ensure_future(
+                self._look_ahead(partition, by_partition[partition], after=previous)
             )
+        try:
+            for partition in sorted(by_partition.keys() | commands.keys()):
+                candidates = by_partition.get(partition, [])
+                emitted, conflicts = await self._process_partition(
+                    partition, candidates, summary, ahead.pop(partition, None)
+                )
+                # A batch's commands apply after its events: a review may name a
+                # decision taken in this very batch.
+                if partition in commands:
+                    applied = await self._commands.apply(partition, commands[partition])
+                    summary.commands += len(commands[partition])
+                    emitted.extend(applied)
+                outgoing.extend(emitted)
+                rejections.extend(
+                    Rejection(originals[(c.record.partition, c.record.offset)], *reason)
+                    for c, reason in conflicts
+                )
+        finally:
+            for task in ahead.values():
+                _drop_ahead(task)
 
         for rejection in rejections:
             summary.dead_letters[rejection.code.value] += 1
@@ -331,8 +345,22 @@ class BatchProcessor:
             await self._periodic.after_batch(touched)
         return summary
 
+    async def _look_ahead(
+        self, partition: int, candidates: list[Candidate], *, after: asyncio.Task[_Ahead] | None
+    ) -> _Ahead:
+        if after is not None:
+            # The model serves calls in order: this partition's comes after the last.
+            await asyncio.wait([after])
+        prior = await self._store.get_decisions(partition, _event_ids(candidates))
+        fresh = _sort_out(candidates, prior).fresh
+        return prior, await self._engine.look_ahead(partition, fresh)
+
     async def _process_partition(
-        self, partition: int, candidates: list[Candidate], summary: BatchSummary
+        self,
+        partition: int,
+        candidates: list[Candidate],
+        summary: BatchSummary,
+        ahead_task: asyncio.Task[_Ahead] | None = None,
     ) -> tuple[list[tuple[int, int, OutgoingRecord]], list[tuple[Candidate, _Reason]]]:
         if partition in self._shard_behind and self._changelog is not None:
             await self._changelog.restore(partition, self._store)
@@ -340,49 +368,30 @@ class BatchProcessor:
         await load_reviewed_pairs(self._engine, self._store, partition)
         if not candidates:
             return [], []
-        event_ids = list(dict.fromkeys(c.event.event_id for c in candidates))
-        prior = await self._store.get_decisions(partition, event_ids)
-        emitted: list[tuple[int, int, OutgoingRecord]] = []
-        conflicts: list[tuple[Candidate, _Reason]] = []
-        fresh: list[Candidate] = []
-        first_seen: dict[str, Candidate] = {}
-        repeats: list[Candidate] = []
-
-        for candidate in candidates:
-            event_id = candidate.event.event_id
-            earlier = prior.get(event_id)
-            fingerprint = (
-                candidate.event.tenant_id,
-                candidate.event.namespace,
-                candidate.content_hash,
+        ahead = await _result_or_none(ahead_task)
+        if ahead is not None:
+            prior, lookahead = ahead
+        else:
+            prior, lookahead = (
+                await self._store.get_decisions(partition, _event_ids(candidates)),
+                None,
             )
-            if earlier is not None:
-                if (earlier.tenant_id, earlier.namespace, earlier.content_hash) != fingerprint:
-                    conflicts.append((candidate, _conflict_reason(candidate)))
-                    continue
-                summary.replayed += 1
-                record = self._decision_record(
-                    candidate, earlier.decision, earlier.event_json.encode()
-                )
-                emitted.append((partition, candidate.record.offset, record))
-                log.info(
-                    "decision_replayed",
-                    event_id=event_id,
-                    decision=earlier.decision.value,
-                    content_hash=candidate.content_hash,
-                )
-                continue
-            twin = first_seen.get(event_id)
-            if twin is not None:
-                if twin.scoped_hash != candidate.scoped_hash:
-                    conflicts.append((candidate, _conflict_reason(candidate)))
-                else:
-                    repeats.append(candidate)
-                continue
-            first_seen[event_id] = candidate
-            fresh.append(candidate)
+        emitted: list[tuple[int, int, OutgoingRecord]] = []
+        sorted_out = _sort_out(candidates, prior)
+        fresh, repeats = sorted_out.fresh, sorted_out.repeats
+        conflicts = [(candidate, _conflict_reason(candidate)) for candidate in sorted_out.conflicts]
+        for candidate, earlier in sorted_out.replays:
+            summary.replayed += 1
+            record = self._decision_record(candidate, earlier.decision, earlier.event_json.encode())
+            emitted.append((partition, candidate.record.offset, record))
+            log.info(
+                "decision_replayed",
+                event_id=candidate.event.event_id,
+                decision=earlier.decision.value,
+                content_hash=candidate.content_hash,
+            )
 
-        plan = await self._engine.decide(partition, fresh)
+        plan = await self._engine.decide(partition, fresh, lookahead)
         decision_records, payloads = self._decision_records(plan.outcomes)
         memories = list(plan.writes.values())
         if self._changelog is not None:
@@ -525,6 +534,75 @@ class BatchProcessor:
             partition, [o.superseded_memory_id for o in replaced if o.superseded_memory_id]
         )
         return payloads
+
+
+# A partition's stored decisions by event id, and what its decisions read and embed.
+_Ahead = tuple[dict[str, DecisionRecord], Lookahead]
+
+
+@dataclass(slots=True)
+class _SortedOut:
+    """A partition's candidates against its stored decisions."""
+
+    fresh: list[Candidate] = field(default_factory=list)
+    # Same event id and content as a fresh one earlier in the batch.
+    repeats: list[Candidate] = field(default_factory=list)
+    replays: list[tuple[Candidate, DecisionRecord]] = field(default_factory=list)
+    # An event id decided (or seen in this batch) for other content or scope.
+    conflicts: list[Candidate] = field(default_factory=list)
+
+
+def _sort_out(candidates: Sequence[Candidate], prior: dict[str, DecisionRecord]) -> _SortedOut:
+    result = _SortedOut()
+    first_seen: dict[str, Candidate] = {}
+    for candidate in candidates:
+        event_id = candidate.event.event_id
+        earlier = prior.get(event_id)
+        if earlier is not None:
+            fingerprint = (candidate.event.tenant_id, candidate.event.namespace)
+            if (earlier.tenant_id, earlier.namespace) != fingerprint or (
+                earlier.content_hash != candidate.content_hash
+            ):
+                result.conflicts.append(candidate)
+            else:
+                result.replays.append((candidate, earlier))
+            continue
+        twin = first_seen.get(event_id)
+        if twin is not None:
+            if twin.scoped_hash != candidate.scoped_hash:
+                result.conflicts.append(candidate)
+            else:
+                result.repeats.append(candidate)
+            continue
+        first_seen[event_id] = candidate
+        result.fresh.append(candidate)
+    return result
+
+
+def _event_ids(candidates: Sequence[Candidate]) -> list[str]:
+    return list(dict.fromkeys(c.event.event_id for c in candidates))
+
+
+async def _result_or_none(task: asyncio.Task[_Ahead] | None) -> _Ahead | None:
+    """A look-ahead's result; None when there was none or it failed (the
+    partition then reads for itself, and meets the failure there if it lasts)."""
+    if task is None:
+        return None
+    try:
+        return await task
+    except Exception:
+        return None
+
+
+def _drop_ahead(task: asyncio.Task[_Ahead]) -> None:
+    """A look-ahead nobody will use (the batch failed): stop it and its model call."""
+    task.cancel()
+
+    def close(done: asyncio.Task[_Ahead]) -> None:
+        if not done.cancelled() and done.exception() is None:
+            done.result()[1].close()
+
+    task.add_done_callback(close)
 
 
 async def _all_of(*operations: Awaitable[Any]) -> None:

@@ -8,6 +8,7 @@ in-memory overlay carries the memories decided earlier in the same batch.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -43,10 +44,10 @@ from consumer.engine.models import (
 from consumer.engine.normalize import normalize_content
 from consumer.engine.recent import RecentCache, RecentEntry, ScopedHash
 from consumer.engine.reviewed import ReviewedPairs
-from consumer.engine.thresholds import Bands, ThresholdPolicy
+from consumer.engine.thresholds import Bands, ThresholdPolicy, lowest_band
 from consumer.engine.verifier import Verifier
 from consumer.errors import EmbedderUnavailable
-from consumer.typing import Embedder, MemoryStore
+from consumer.typing import Embedder, MemoryStore, Vectors
 from schemas import CheckName, Decision, DecisionReason, MergePolicy
 
 log = structlog.get_logger(__name__)
@@ -54,6 +55,21 @@ log = structlog.get_logger(__name__)
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def _lookup_ids(
+    candidates: Sequence[Candidate], cached: dict[ScopedHash, RecentEntry | None]
+) -> set[str]:
+    """Memory ids the exact and recent checks read: each text's own id and the
+    memory a recent entry points at."""
+    ids = {c.memory_id for c in candidates}
+    ids.update(entry.memory_id for entry in cached.values() if entry is not None)
+    return ids
+
+
+def _texts(candidates: Sequence[Candidate]) -> list[str]:
+    """What the model embeds for these candidates: each normalised text once."""
+    return list(dict.fromkeys(c.normalized for c in candidates))
 
 
 def _elapsed_ms(start: float) -> float:
@@ -80,6 +96,54 @@ def _new_memory(candidate: Candidate, now: datetime, *, vector: list[float] | No
         first_seen_at=now,
         last_seen_at=now,
     )
+
+
+class Lookahead:
+    """What deciding a partition's candidates first reads and embeds, done while
+    the partition before it is decided and written (the model runs meanwhile).
+
+    `decide` uses the reads only if it needs no other memory ids, and the vectors
+    only if it embeds exactly `texts`: an int8 model's vector of a text depends
+    on the texts embedded with it."""
+
+    def __init__(
+        self,
+        *,
+        memory_ids: frozenset[str],
+        stored: dict[str, MemoryRecord],
+        texts: list[str],
+        vectors: asyncio.Future[Vectors] | None,
+        read_ms: float,
+    ) -> None:
+        self.memory_ids = memory_ids
+        self.stored = stored
+        self.texts = texts
+        self.vectors = vectors
+        self.read_ms = read_ms
+
+    async def vectors_for(self, texts: list[str]) -> Vectors | None:
+        """The outcome of the model call if `texts` are the ones embedded (its
+        failure is raised: it is the failure the caller's own call would meet);
+        None tells the caller to embed itself."""
+        vectors, self.vectors = self.vectors, None
+        if vectors is None:
+            return None
+        if texts != self.texts:
+            discard(vectors)
+            return None
+        return await vectors
+
+    def close(self) -> None:
+        if self.vectors is not None:
+            discard(self.vectors)
+            self.vectors = None
+
+
+def discard(future: asyncio.Future[Any]) -> None:
+    """Cancel a future nobody will await, and keep its failure from being
+    reported as never retrieved."""
+    future.cancel()
+    future.add_done_callback(lambda done: done.cancelled() or done.exception())
 
 
 @dataclass(slots=True)
@@ -133,6 +197,7 @@ class DedupEngine:
         self._store = store
         self._embedder = embedder
         self._policy = policy
+        self._full_matches_from = lowest_band(policy)
         self._recent = recent
         self._search_limit = search_limit
         self._guards = guards
@@ -170,25 +235,65 @@ class DedupEngine:
     def guards_enabled(self) -> bool:
         return self._guards
 
-    async def decide(self, partition: int, candidates: Sequence[Candidate]) -> BatchPlan:
+    async def look_ahead(self, partition: int, candidates: Sequence[Candidate]) -> Lookahead:
+        """Read what `decide` will read for these candidates and start embedding
+        what it will embed, as far as can be told before the partitions decided
+        first are committed (their recent-cache entries are of other scopes, so
+        only an eviction can make `decide` want something else). The caller must
+        not write to the partition until `decide` has run."""
+        cached = {c.scoped_hash: self._recent.peek(c.scoped_hash) for c in candidates}
+        memory_ids = _lookup_ids(candidates, cached)
+        started = time.perf_counter()
+        stored = await self._store.get_memories(partition, sorted(memory_ids))
+        read_ms = _elapsed_ms(started)
+        texts = _texts(self._needing_embedding(candidates, stored, cached))
+        vectors = asyncio.ensure_future(self._embedder.embed(texts)) if texts else None
+        return Lookahead(
+            memory_ids=frozenset(memory_ids),
+            stored=stored,
+            texts=texts,
+            vectors=vectors,
+            read_ms=read_ms,
+        )
+
+    async def decide(
+        self,
+        partition: int,
+        candidates: Sequence[Candidate],
+        ahead: Lookahead | None = None,
+    ) -> BatchPlan:
         """Decide candidates of one partition in order. Writes nothing: the caller
-        stores `plan.writes`, then calls `commit`."""
+        stores `plan.writes`, then calls `commit`. `ahead`: from `look_ahead` for
+        these candidates; used where it matches what this call needs."""
+        try:
+            return await self._decide(partition, candidates, ahead)
+        finally:
+            if ahead is not None:
+                ahead.close()
+
+    async def _decide(
+        self, partition: int, candidates: Sequence[Candidate], ahead: Lookahead | None
+    ) -> BatchPlan:
         plan = BatchPlan(partition=partition)
         if not candidates:
             return plan
 
         cached = {c.scoped_hash: self._recent.get(c.scoped_hash) for c in candidates}
-        lookup_ids = {c.memory_id for c in candidates}
-        lookup_ids.update(entry.memory_id for entry in cached.values() if entry is not None)
-        started = time.perf_counter()
-        stored = await self._store.get_memories(partition, sorted(lookup_ids))
+        lookup_ids = _lookup_ids(candidates, cached)
+        if ahead is not None and lookup_ids <= ahead.memory_ids:
+            stored = {i: m for i, m in ahead.stored.items() if i in lookup_ids}
+            exact_ms = ahead.read_ms
+        else:
+            started = time.perf_counter()
+            stored = await self._store.get_memories(partition, sorted(lookup_ids))
+            exact_ms = _elapsed_ms(started)
         state = _BatchState(plan=plan, stored=stored, vectors={}, neighbours={})
-        state.exact_ms = _elapsed_ms(started)
+        state.exact_ms = exact_ms
 
         # Pending memories first, so this batch is already compared with them.
         await self._embed_pending(partition, state)
         to_embed = self._needing_embedding(candidates, stored, cached)
-        await self._embed_and_search(partition, to_embed, state)
+        await self._embed_and_search(partition, to_embed, state, ahead)
 
         for candidate in candidates:
             plan.outcomes.append(await self._decide_one(partition, candidate, cached, state))
@@ -311,16 +416,22 @@ class DedupEngine:
         return needing
 
     async def _embed_and_search(
-        self, partition: int, candidates: Sequence[Candidate], state: _BatchState
+        self,
+        partition: int,
+        candidates: Sequence[Candidate],
+        state: _BatchState,
+        ahead: Lookahead | None = None,
     ) -> None:
         if not candidates:
             return
         if state.model_down:
             return
         started = time.perf_counter()
-        texts = list(dict.fromkeys(c.normalized for c in candidates))
+        texts = _texts(candidates)
         try:
-            matrix = await self._embedder.embed(texts)
+            matrix = None if ahead is None else await ahead.vectors_for(texts)
+            if matrix is None:
+                matrix = await self._embedder.embed(texts)
         except EmbedderUnavailable:
             if not self._decide_without_model:
                 raise
@@ -451,7 +562,7 @@ class DedupEngine:
             scored[memory.memory_id] = ScoredMemory(memory, found.score)
         in_batch = state.new_in_scope.get(candidate.scope, [])
         if in_batch:
-            vector = np.asarray(state.vectors[candidate.normalized], dtype=np.float32)
+            rows = []
             for memory_id in in_batch:
                 memory = state.plan.writes[memory_id]
                 assert memory.vector is not None
@@ -461,7 +572,16 @@ class DedupEngine:
                 array = state.arrays.get(key)
                 if array is None:
                     array = state.arrays[key] = np.asarray(memory.vector, dtype=np.float32)
-                scored[memory_id] = ScoredMemory(memory, float(np.dot(vector, array)))
+                rows.append(array)
+            vector = np.asarray(state.vectors[candidate.normalized], dtype=np.float32)
+            scores = np.stack(rows) @ vector
+            # As the store's search: below the lowest band only the best one counts
+            # (for its score), so only it and those above become matches.
+            wanted = set(np.flatnonzero(scores >= self._full_matches_from).tolist())
+            wanted.add(int(np.argmax(scores)))
+            for index in wanted:
+                memory_id = in_batch[index]
+                scored[memory_id] = ScoredMemory(state.plan.writes[memory_id], float(scores[index]))
         return sorted(scored.values(), key=lambda m: (-m.score, m.memory.memory_id))
 
     def _skip(

@@ -52,6 +52,13 @@ class RecentCache:
         self.hits += 1
         return entry
 
+    def peek(self, key: ScopedHash) -> RecentEntry | None:
+        """`get` without counting a hit or miss and without evicting."""
+        entry = self._entries.get(key)
+        if entry is None or entry.expires_at <= self._clock():
+            return None
+        return entry
+
     def put(self, key: ScopedHash, memory_id: str, partition: int) -> None:
         self._entries[key] = RecentEntry(memory_id, partition, self._clock() + self._ttl_s)
         self._entries.move_to_end(key)

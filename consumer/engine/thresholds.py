@@ -43,3 +43,10 @@ class ThresholdPolicy:
 
     def bands_for(self, namespace: str) -> Bands:
         return self.per_namespace.get(namespace, self.default)
+
+
+def lowest_band(policy: ThresholdPolicy) -> float:
+    """The lowest similarity at which a match can be skipped into or merged into
+    (less a rounding margin): below it a match counts only for its score."""
+    bands = [policy.default, *policy.per_namespace.values()]
+    return min(min(b.duplicate_threshold, b.merge_threshold) for b in bands) - 1e-6

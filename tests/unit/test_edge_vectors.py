@@ -1,4 +1,5 @@
-"""Edge search returns vectors only for matches that may be written back."""
+"""Edge search returns full results (with vectors) only for matches that may be
+skipped into or merged into; below that, only a query's best score."""
 
 from __future__ import annotations
 
@@ -39,26 +40,35 @@ def memory(memory_id: str, vector: list[float]) -> MemoryRecord:
 
 NEAR = "00000000-0000-5000-8000-000000000001"
 FAR = "00000000-0000-5000-8000-000000000002"
+FARTHER = "00000000-0000-5000-8000-000000000003"
 
 
-async def test_vectors_only_from_the_configured_score(store: EdgeMemoryStore) -> None:
+async def test_full_results_only_from_the_configured_score(store: EdgeMemoryStore) -> None:
     near = [float(x) for x in unit_vector(0.85, axis=1)]
     far = [float(x) for x in unit_vector(0.5, axis=2)]
-    await store.write(0, [memory(NEAR, near), memory(FAR, far)], [])
+    farther = [float(x) for x in unit_vector(0.3, axis=3)]
+    await store.write(0, [memory(NEAR, near), memory(FAR, far), memory(FARTHER, farther)], [])
     query = SimilarityQuery(Scope("tenant-a", "prefs"), [float(x) for x in base_vector()], 5)
 
     [every] = await store.search(0, [query])
     assert {m.memory.memory_id: m.memory.vector is not None for m in every} == {
         NEAR: True,
         FAR: True,
+        FARTHER: True,
     }
 
-    store.fetch_vectors_from(0.8)
+    store.full_results_from(0.8)
     [found] = await store.search(0, [query])
-    by_id = {m.memory.memory_id: m for m in found}
-    assert by_id[NEAR].memory.vector == near
-    assert by_id[FAR].memory.vector is None
-    assert [m.score for m in found] == [m.score for m in every]
+    assert [m.memory.memory_id for m in found] == [NEAR]
+    assert found[0].memory.vector == near
+    assert found[0].score == every[0].score
+
+    # Nothing reaches the floor: the best result alone, for its score, without vector.
+    store.full_results_from(0.9)
+    [below] = await store.search(0, [query])
+    assert [(m.memory.memory_id, m.score) for m in below] == [(NEAR, every[0].score)]
+    assert below[0].memory.vector is None
+    assert below[0].memory.content == f"text {NEAR}"
 
 
 def test_lowest_band_covers_every_namespace() -> None:
@@ -69,7 +79,7 @@ def test_lowest_band_covers_every_namespace() -> None:
 async def test_a_merge_keeps_the_target_vector_when_search_omits_vectors(
     make_engine: EngineFactory, embedder: FakeEmbedder, store: EdgeMemoryStore
 ) -> None:
-    store.fetch_vectors_from(lowest_band(ThresholdPolicy(default=DEFAULT_BANDS)))
+    store.full_results_from(lowest_band(ThresholdPolicy(default=DEFAULT_BANDS)))
     engine = make_engine()
     base = "The user prefers dark mode"
     close = "The user prefers a dark theme in the editor"
