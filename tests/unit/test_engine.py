@@ -464,3 +464,55 @@ def test_memory_copy_is_a_shallow_copy_of_every_field() -> None:
     assert copied == replace(memory)
     assert copied is not memory
     assert copied.topics is memory.topics  # shallow, as replace() is
+
+
+async def test_a_lookahead_that_matches_is_used_instead_of_a_second_model_call(
+    engine: DedupEngine, embedder: FakeEmbedder, store: EdgeMemoryStore
+) -> None:
+    await decide_and_store(store, engine, cand("s1", "User plays the cello"))
+    batch = [
+        cand("a1", "User plays the cello.", 1),  # exact: no model
+        cand("a2", "User keeps two cats", 2),
+        cand("a3", "User keeps two cats!", 3),  # same text as a2: embedded once
+        cand("a4", "User is allergic to peanuts", 4),
+    ]
+    embedder.calls.clear()
+    ahead = await engine.look_ahead(0, batch)
+    assert ahead.texts == ["user keeps two cats", "user is allergic to peanuts"]
+    plan = await engine.decide(0, batch, ahead)
+    assert embedder.calls == [["user keeps two cats", "user is allergic to peanuts"]]
+    assert [(o.decision, o.reason) for o in plan.outcomes] == [
+        (Decision.SKIPPED, DecisionReason.EXACT),
+        (Decision.ACCEPTED, DecisionReason.NEW),
+        (Decision.SKIPPED, DecisionReason.RECENT),
+        (Decision.ACCEPTED, DecisionReason.NEW),
+    ]
+
+
+async def test_a_lookahead_that_no_longer_matches_is_dropped(
+    make_engine: EngineFactory, embedder: FakeEmbedder, store: EdgeMemoryStore
+) -> None:
+    recent = RecentCache(ttl_s=300, max_entries=1)
+    engine = make_engine(recent=recent)
+    embedder.set("User rides a red bike", base_vector())
+    embedder.set("User rides a bright red bike", unit_vector(0.85, axis=2))
+    [kept] = await decide_and_store(store, engine, cand("b0", "User rides a red bike"))
+    [merged] = await decide_and_store(store, engine, cand("b1", "User rides a bright red bike", 1))
+    assert merged.decision is Decision.MERGED  # its text has no point of its own
+    batch = [
+        cand("b2", "User rides a bright red bike", 2),  # recent, when looked ahead
+        cand("b3", "User lives near the sea", 3),
+    ]
+    ahead = await engine.look_ahead(0, batch)
+    assert ahead.texts == ["user lives near the sea"]
+    # Meanwhile another partition's commit evicts the recent entry (capacity 1).
+    recent.put(("tenant-b", "prefs", "f" * 64), "elsewhere", 1)
+    embedder.calls.clear()
+    plan = await engine.decide(0, batch, ahead)
+    # Deciding now needs both texts: embedded together, not taken from the lookahead.
+    assert embedder.calls == [["user rides a bright red bike", "user lives near the sea"]]
+    again, accepted = plan.outcomes
+    assert (again.decision, again.reason) == (Decision.MERGED, DecisionReason.SEMANTIC)
+    assert again.memory.memory_id == kept.memory.memory_id
+    assert accepted.decision is Decision.ACCEPTED
+    assert accepted.memory.vector is not None

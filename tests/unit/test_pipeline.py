@@ -400,3 +400,29 @@ async def test_semantic_duplicate_of_stored_memory(
     skipped = decisions(publisher.published)[-1]
     assert skipped.reason is DecisionReason.SEMANTIC
     assert skipped.memory_id == decisions(publisher.published)[0].memory_id
+
+
+async def test_partitions_are_embedded_in_order_once_each(
+    processor: BatchProcessor, publisher: FakePublisher, embedder: FakeEmbedder
+) -> None:
+    """Each partition's model call starts while earlier partitions are decided
+    (looked ahead): one call per partition, in partition order, nothing twice."""
+    batch = [
+        rec(
+            f"q{partition}-{i}",
+            f"Fact {i} kept on partition {partition}",
+            10 * partition + i,
+            partition=partition,
+            tenant_id=f"t{partition}",
+        )
+        for partition in (2, 0, 1)
+        for i in range(3)
+    ]
+    summary = await processor.process(batch)
+    assert summary.decisions == {"accepted": 9}
+    assert embedder.calls == [
+        [f"fact {i} kept on partition {partition}" for i in range(3)] for partition in (0, 1, 2)
+    ]
+    assert [e.event_id for e in decisions(publisher.published)] == [
+        f"q{partition}-{i}" for partition in (0, 1, 2) for i in range(3)
+    ]
