@@ -655,7 +655,7 @@ def plan_for(args: argparse.Namespace) -> Plan:
         return Plan(
             events=args.events or 2000,
             unique_events=args.unique_events or 2000,
-            dup_events=args.dup_events or 2000,
+            dup_events=args.dup_events or 10_000,
             steady_rate=args.steady_rate,
             steady_s=args.steady_s or 10.0,
             naive_events=args.naive_events or 200,
@@ -663,7 +663,7 @@ def plan_for(args: argparse.Namespace) -> Plan:
     return Plan(
         events=args.events or 20_000,
         unique_events=args.unique_events or 5000,
-        dup_events=args.dup_events or 5000,
+        dup_events=args.dup_events or 20_000,
         steady_rate=args.steady_rate,
         steady_s=args.steady_s or 20.0,
         naive_events=args.naive_events or 500,
@@ -898,8 +898,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--quick", action="store_true", help="small run (~1-2 min)")
     parser.add_argument("--json", type=Path, default=None, help="write results here")
-    parser.add_argument("--unique-events", type=int, default=0, help="unique phase size")
-    parser.add_argument("--dup-events", type=int, default=0, help="exact-duplicate phase size")
+    parser.add_argument(
+        "--unique-events", type=int, default=0, help="unique phase size (5,000; quick 2,000)"
+    )
+    parser.add_argument(
+        "--dup-events",
+        type=int,
+        default=0,
+        help="exact-duplicate phase size (20,000; quick 10,000)",
+    )
     parser.add_argument("--steady-rate", type=float, default=50.0, help="steady events/s")
     parser.add_argument("--steady-s", type=float, default=0.0, help="steady phase seconds")
     parser.add_argument("--naive-events", type=int, default=0, help="naive pipeline sample")
