@@ -42,11 +42,16 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from consumer.app import create_app
+    from consumer.gc_policy import GcPolicy
     from consumer.logs import configure_logging
 
     settings = _settings(args)
     configure_logging(level=settings.log.level, fmt=settings.log.format)
     app = create_app(settings)
+    # The whole process is the service here (not so where tests build the app).
+    gc_policy = GcPolicy()
+    app.after_startup(gc_policy.start)
+    app.on_shutdown(gc_policy.stop)
     asyncio.run(app.run())
     return 0
 
