@@ -79,12 +79,26 @@ def uses_changelog(settings: Settings, store: MemoryStore) -> bool:
 
 
 class BrokerPublisher:
-    """Publishes concurrently and waits for every acknowledgement."""
+    """Publishes concurrently and waits for every acknowledgement, for at most
+    `ack_timeout_s`: the producer should fail a request within its request timeout,
+    and a wait that outlasts it (aiokafka can hang on a broker that went away) must
+    fail the batch, which is then retried, rather than hold it, and with it the
+    partitions a rebalance needs released, forever."""
 
-    def __init__(self, broker: KafkaBroker) -> None:
+    def __init__(self, broker: KafkaBroker, *, ack_timeout_s: float = 60.0) -> None:
         self._broker = broker
+        self._ack_timeout_s = ack_timeout_s
 
     async def publish_all(self, records: Sequence[OutgoingRecord]) -> list[int]:
+        try:
+            return await asyncio.wait_for(self._publish_all(records), self._ack_timeout_s)
+        except TimeoutError as exc:
+            raise PublishFailed(
+                f"broker did not acknowledge {len(records)} records "
+                f"within {self._ack_timeout_s:g} s"
+            ) from exc
+
+    async def _publish_all(self, records: Sequence[OutgoingRecord]) -> list[int]:
         try:
             producer = self._direct_producer()
             if producer is not None:
@@ -484,7 +498,8 @@ def create_app(
             merger=build_merger(settings.dedup),
             verifier=build_verifier(settings.dedup),
         )
-        publisher = BrokerPublisher(broker)
+        # Past the producer's own request timeout, a wait for acknowledgements is a hang.
+        publisher = BrokerPublisher(broker, ack_timeout_s=kafka.request_timeout_ms / 1000 + 10)
         if uses_changelog(settings, runtime.store):
             runtime.changelog = Changelog(
                 topic=settings.topics.changelog,
