@@ -3,16 +3,14 @@ the synthesize policy's merger is an OpenAI-compatible server on loopback."""
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from schemas import MemoryDecisionEvent
+from tests.chat_server import Completions, chat_completions_server
 from tests.integration.harness import (
     StoreFactory,
     decisions_by_event,
@@ -29,38 +27,18 @@ SYNTHESIZED = "User has a severe peanut allergy"
 
 
 @pytest.fixture
-def merger_url() -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    requests: list[dict[str, Any]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            raw = json.dumps({"choices": [{"message": {"content": SYNTHESIZED}}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", requests
-    finally:
-        server.shutdown()
-        server.server_close()
+def merger_url() -> Iterator[tuple[str, Completions]]:
+    with chat_completions_server(SYNTHESIZED) as (state, url):
+        yield url, state
 
 
 async def test_merge_policies_per_namespace(
     local_broker: Any,
     real_embedder: Any,
     tmp_path: Path,
-    merger_url: tuple[str, list[dict[str, Any]]],
+    merger_url: tuple[str, Completions],
 ) -> None:
-    url, requests = merger_url
+    url, merger = merger_url
     settings = make_settings(
         local_broker.bootstrap_servers,
         tmp_path,
@@ -132,7 +110,7 @@ async def test_merge_policies_per_namespace(
         None,
     )
     assert h2.memory.content == SYNTHESIZED
-    [request] = requests
+    [(_, _, request)] = merger.requests
     assert request["model"] == "tiny"
     assert "The user has a peanut allergy" in request["messages"][0]["content"]
 

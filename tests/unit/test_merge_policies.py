@@ -3,12 +3,8 @@ embedder, and the HTTP merger against a server on loopback."""
 
 from __future__ import annotations
 
-import json
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +22,7 @@ from consumer.settings import ConfigError, load_settings
 from consumer.store import codec
 from consumer.store.edge import EdgeMemoryStore
 from schemas import Decision, MergePolicy
+from tests.chat_server import Completions, chat_completions_server
 
 from .conftest import EngineFactory
 from .helpers import FIXED_NOW, FakeEmbedder, base_vector, make_candidate, unit_vector
@@ -317,44 +314,10 @@ def test_synthesize_needs_a_merger_url(monkeypatch: pytest.MonkeyPatch) -> None:
 # The HTTP merger against a server on loopback ------------------------------------------
 
 
-@dataclass
-class Completions:
-    """What the loopback server answers, and what it was asked."""
-
-    status: int = 200
-    text: str | None = "merged text"
-    delay_s: float = 0.0
-    requests: list[tuple[str, dict[str, str], dict[str, Any]]] = field(default_factory=list)
-
-
 @pytest.fixture
 def completions() -> Iterator[tuple[Completions, str]]:
-    state = Completions()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            state.requests.append((self.path, dict(self.headers), body))
-            time.sleep(state.delay_s)
-            answer = {"choices": [{"message": {"role": "assistant", "content": state.text}}]}
-            raw = json.dumps(answer).encode()
-            self.send_response(state.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield state, f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with chat_completions_server("merged text") as served:
+        yield served
 
 
 OLDER = MergeText("Lives in Paris", FIXED_NOW)

@@ -3,13 +3,8 @@ loopback, settings, and the engine's use of it."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import threading
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +29,7 @@ from consumer.quality.rule import decide_pair
 from consumer.settings import ConfigError, load_settings
 from consumer.store.edge import EdgeMemoryStore
 from schemas import Decision
+from tests.chat_server import Completions, chat_completions_server
 
 from .helpers import FIXED_NOW, FakeEmbedder, base_vector, make_candidate, unit_vector
 
@@ -200,45 +196,10 @@ def test_decide_pair_turns_a_verifier_veto_into_accepted() -> None:
 # The LLM verifier against a server on loopback -----------------------------------
 
 
-@dataclass
-class Completions:
-    status: int = 200
-    text: str | None = '{"same_fact": true}'
-    delay_s: float = 0.0
-    raw: bytes | None = None
-    requests: list[tuple[str, dict[str, str], dict[str, Any]]] = field(default_factory=list)
-
-
 @pytest.fixture
 def completions() -> Iterator[tuple[Completions, str]]:
-    state = Completions()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            state.requests.append((self.path, dict(self.headers), body))
-            time.sleep(state.delay_s)
-            answer = {"choices": [{"message": {"role": "assistant", "content": state.text}}]}
-            raw = state.raw if state.raw is not None else json.dumps(answer).encode()
-            # After a client timeout the connection is gone: nothing to answer.
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                self.send_response(state.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield state, f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with chat_completions_server('{"same_fact": true}') as served:
+        yield served
 
 
 def llm(url: str, timeout_s: float = 5.0) -> LlmVerifier:
