@@ -352,8 +352,8 @@ class BatchProcessor:
             # The model serves calls in order: this partition's comes after the last.
             await asyncio.wait([after])
         prior = await self._store.get_decisions(partition, _event_ids(candidates))
-        fresh = _sort_out(candidates, prior).fresh
-        return prior, await self._engine.look_ahead(partition, fresh)
+        sorted_out = _sort_out(candidates, prior)
+        return sorted_out, await self._engine.look_ahead(partition, sorted_out.fresh)
 
     async def _process_partition(
         self,
@@ -370,14 +370,11 @@ class BatchProcessor:
             return [], []
         ahead = await _result_or_none(ahead_task)
         if ahead is not None:
-            prior, lookahead = ahead
+            sorted_out, lookahead = ahead
         else:
-            prior, lookahead = (
-                await self._store.get_decisions(partition, _event_ids(candidates)),
-                None,
-            )
+            prior = await self._store.get_decisions(partition, _event_ids(candidates))
+            sorted_out, lookahead = _sort_out(candidates, prior), None
         emitted: list[tuple[int, int, OutgoingRecord]] = []
-        sorted_out = _sort_out(candidates, prior)
         fresh, repeats = sorted_out.fresh, sorted_out.repeats
         conflicts = [(candidate, _conflict_reason(candidate)) for candidate in sorted_out.conflicts]
         for candidate, earlier in sorted_out.replays:
@@ -536,10 +533,6 @@ class BatchProcessor:
         return payloads
 
 
-# A partition's stored decisions by event id, and what its decisions read and embed.
-_Ahead = tuple[dict[str, DecisionRecord], Lookahead]
-
-
 @dataclass(slots=True)
 class _SortedOut:
     """A partition's candidates against its stored decisions."""
@@ -550,6 +543,11 @@ class _SortedOut:
     replays: list[tuple[Candidate, DecisionRecord]] = field(default_factory=list)
     # An event id decided (or seen in this batch) for other content or scope.
     conflicts: list[Candidate] = field(default_factory=list)
+
+
+# A partition's candidates sorted out against its stored decisions, and what
+# deciding its fresh ones reads and embeds.
+_Ahead = tuple[_SortedOut, Lookahead]
 
 
 def _sort_out(candidates: Sequence[Candidate], prior: dict[str, DecisionRecord]) -> _SortedOut:

@@ -43,10 +43,9 @@ class RecentCache:
         return len(self._entries)
 
     def get(self, key: ScopedHash) -> RecentEntry | None:
-        entry = self._entries.get(key)
-        if entry is None or entry.expires_at <= self._clock():
-            if entry is not None:
-                del self._entries[key]
+        entry = self.peek(key)
+        if entry is None:
+            self._entries.pop(key, None)  # expired, if there
             self.misses += 1
             return None
         self.hits += 1
