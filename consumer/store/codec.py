@@ -192,17 +192,33 @@ class RawPoint:
 
     def to_bytes(self) -> bytes:
         # The bytes of json.dumps({"id", "vector", "payload"}, compact), put together
-        # from parts so that the payload's JSON is encoded only once.
+        # from parts so that the payload's JSON is encoded only once. Only an embedded
+        # memory has a vector of its own: the others' placeholder is left out (it was
+        # most of a decision record's bytes).
+        point_id = _JSON.encode(self.point_id)
+        if not has_own_vector(self.payload):
+            return f'{{"id":{point_id},"payload":{self.payload_json()}}}'.encode()
         return (
-            f'{{"id":{_JSON.encode(self.point_id)},"vector":"{_packed_vector(self.vector)}",'
+            f'{{"id":{point_id},"vector":"{_packed_vector(self.vector)}",'
             f'"payload":{self.payload_json()}}}'
         ).encode()
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> RawPoint:
+        """An empty vector: none of its own (stores write the placeholder). Records
+        written before vectors were left out carry the placeholder."""
         document = json.loads(raw)
-        vector = np.frombuffer(base64.b64decode(document["vector"]), dtype="<f4")
-        return cls(document["id"], [float(x) for x in vector], document["payload"])
+        packed = document.get("vector")
+        if packed is None:
+            return cls(document["id"], [], document["payload"])
+        vector = np.frombuffer(base64.b64decode(packed), dtype="<f4")
+        return cls(document["id"], vector.tolist(), document["payload"])
+
+
+def has_own_vector(payload: dict[str, Any]) -> bool:
+    """Only an embedded memory is found by similarity; every other point's vector
+    is the placeholder."""
+    return payload.get(KIND_FIELD) == MEMORY_KIND
 
 
 _POINT_NAMESPACE: Final = uuid.UUID("8b0f7c52-3d1e-5a94-a6e2-0c5d9e41b7f3")

@@ -283,7 +283,11 @@ class EdgeMemoryStore:
             # Built in the store thread (the engine's payload conversion is slow):
             # the event loop meanwhile serves the broker and other partitions.
             try:
-                batch = [Point(p.point_id, p.vector, stored_payload(p)) for p in [*points, *extra]]
+                placeholder = codec.placeholder_vector(self._dimension)
+                batch = [
+                    Point(p.point_id, p.vector or placeholder, stored_payload(p))
+                    for p in [*points, *extra]
+                ]
             except Exception as exc:  # a bad point is a bug, not the store being down
                 return exc
             shard = self._shard(partition)

@@ -271,8 +271,10 @@ class QdrantServerStore:
     ) -> None:
         if not points:
             return
+        placeholder = codec.placeholder_vector(self._dimension)
         structs = [
-            models.PointStruct(id=p.point_id, vector=p.vector, payload=p.payload) for p in points
+            models.PointStruct(id=p.point_id, vector=p.vector or placeholder, payload=p.payload)
+            for p in points
         ]
         await self._call(lambda: self._client.upsert(self._collection, structs, wait=True))
 
