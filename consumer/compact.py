@@ -65,11 +65,15 @@ async def state_from_changelog(
     settings: Settings, *, tenant: str | None = None, namespace: str | None = None
 ) -> StoredState:
     """The embedded store's current content, rebuilt from its changelog."""
-    latest: dict[tuple[int, bytes], bytes | None] = {}
+    latest: dict[tuple[int, bytes], tuple[int, bytes | None]] = {}
     async for record in read_all(settings, [settings.topics.changelog]):
-        latest[(record.partition, record.key or b"")] = record.value
+        latest[(record.partition, record.key or b"")] = (record.offset, record.value)
     state = StoredState()
-    points = [codec.RawPoint.from_bytes(value) for value in latest.values() if value is not None]
+    # In the order written, as a restore applies them.
+    written = sorted(
+        (partition, offset, value) for (partition, _), (offset, value) in latest.items()
+    )
+    points = [codec.RawPoint.from_bytes(value) for _, _, value in written if value is not None]
     collect_points(state, points, tenant, namespace)
     return state
 

@@ -37,7 +37,7 @@ from consumer.partitioning import canonical_partition
 from consumer.periodic import PeriodicCompaction
 from consumer.records import InputRecord, OutgoingRecord
 from consumer.settings import CompactionSettings, TopicSettings
-from consumer.store.codec import decision_point, memory_point
+from consumer.store.codec import decision_point, memory_point, seen_point
 from consumer.typing import MemoryStore, RecordPublisher
 from consumer.validation import ParsedCommand, Rejection, parse_record
 from schemas import (
@@ -395,7 +395,10 @@ class BatchProcessor:
             # Changelog first: it is the source a restore trusts, so it must never
             # lack what a shard holds. The shard then stores the very same points
             # (built once), with the changelog position that covers them.
-            points = [memory_point(m, self._dimension) for m in memories]
+            points = [
+                seen_point(m) if m.memory_id in plan.seen_only else memory_point(m, self._dimension)
+                for m in memories
+            ]
             points.extend(decision_point(d, self._dimension) for d in decision_records)
             changelog_offset = await self._changelog.append(partition, points)
             self._shard_behind.add(partition)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 
@@ -33,8 +34,18 @@ class StoredState:
 def collect_points(
     state: StoredState, points: Sequence[codec.RawPoint], tenant: str | None, namespace: str | None
 ) -> None:
+    """`points` in the order they were written: a changelog's seen update applies to
+    the memory written before it (a store's payloads carry theirs already)."""
+    folded: dict[str, dict[str, Any]] = {}
     for point in points:
-        payload = point.payload
+        if point.payload.get(codec.KIND_FIELD) != codec.SEEN_KIND:
+            folded[point.point_id] = point.payload
+            continue
+        memory_id, fields = codec.seen_update(point.payload)
+        if memory_id in folded:
+            folded[memory_id] = codec.fold_seen(folded[memory_id], fields)
+    for point in points:
+        payload = folded.get(point.point_id, point.payload)
         kind = payload.get(codec.KIND_FIELD)
         scope = Scope(str(payload.get(codec.TENANT_FIELD)), str(payload.get(codec.NAMESPACE_FIELD)))
         if (tenant is not None and scope.tenant_id != tenant) or (

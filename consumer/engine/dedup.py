@@ -602,7 +602,7 @@ class DedupEngine:
         now = self._clock()
         seen = seen_again(memory, now)
         before = memory if reason is DecisionReason.SEMANTIC else None
-        state.plan.writes[seen.memory_id] = seen
+        state.plan.write_seen(seen)
         state.staged_recent[candidate.scoped_hash] = memory.memory_id
         return Outcome(
             candidate=candidate,
@@ -630,7 +630,7 @@ class DedupEngine:
         now = self._clock()
         policy = bands.merge_policy
         merged, fallback = await self._merged(policy, best.memory, candidate, now, state)
-        state.plan.writes[merged.memory_id] = merged
+        state.plan.write(merged)
         state.staged_recent[candidate.scoped_hash] = merged.memory_id
         return Outcome(
             candidate=candidate,
@@ -670,7 +670,7 @@ class DedupEngine:
             return
         for memory, row in zip(pending, matrix, strict=True):
             current = state.plan.writes.get(memory.memory_id, memory)
-            state.plan.writes[memory.memory_id] = replace(current, vector=row.tolist())
+            state.plan.write(replace(current, vector=row.tolist()))
             state.new_in_scope.setdefault(memory.scope, []).append(memory.memory_id)
 
     async def _merged(
@@ -727,7 +727,7 @@ class DedupEngine:
     ) -> Outcome:
         now = self._clock()
         memory = _new_memory(candidate, now, vector=state.vectors.get(candidate.normalized))
-        state.plan.writes[memory.memory_id] = memory
+        state.plan.write(memory)
         if memory.vector is not None:
             state.new_in_scope.setdefault(candidate.scope, []).append(memory.memory_id)
         state.staged_recent[candidate.scoped_hash] = memory.memory_id

@@ -193,3 +193,17 @@ class BatchPlan:
     outcomes: list[Outcome] = field(default_factory=list)
     # Final state of every memory created or changed in this batch, by id.
     writes: dict[str, MemoryRecord] = field(default_factory=dict)
+    # Ids in `writes` whose only change is being seen again (skips): stored as a
+    # seen-count update, not the whole memory with its vector.
+    seen_only: set[str] = field(default_factory=set)
+
+    def write(self, memory: MemoryRecord) -> None:
+        """A memory created or changed (text, lineage, vector): stored whole."""
+        self.writes[memory.memory_id] = memory
+        self.seen_only.discard(memory.memory_id)
+
+    def write_seen(self, memory: MemoryRecord) -> None:
+        """A memory seen again: stored whole only if it changed otherwise too."""
+        if memory.memory_id not in self.writes:
+            self.seen_only.add(memory.memory_id)
+        self.writes[memory.memory_id] = memory

@@ -37,6 +37,11 @@ REVIEW_KIND: Final = "review"
 REVIEWED_PAIR_KIND: Final = "reviewed_pair"
 # What a command emitted, so that a redelivered command re-emits it verbatim.
 COMMAND_KIND: Final = "command"
+# A memory seen again (a skipped duplicate): its new seen count, carried by the
+# changelog under a key of its own and applied to the memory's payload, so that a
+# skip does not store the whole memory with its vector again.
+SEEN_KIND: Final = "seen"
+SEEN_FIELDS: Final = ("seen_count", "first_seen_at", "last_seen_at")
 TENANT_FIELD: Final = "tenant_id"
 NAMESPACE_FIELD: Final = "namespace"
 HASH_FIELD: Final = "content_hash"
@@ -276,6 +281,41 @@ def memory_point(memory: MemoryRecord, dimension: int = 0) -> RawPoint:
 
 def is_memory(payload: dict[str, Any]) -> bool:
     return payload.get(KIND_FIELD) in (MEMORY_KIND, PENDING_KIND)
+
+
+def seen_point_id(memory_id: str) -> str:
+    return str(uuid.uuid5(_POINT_NAMESPACE, f"seen/{memory_id}"))
+
+
+def seen_point(memory: MemoryRecord) -> RawPoint:
+    """The memory's seen count and times, as a skip left them."""
+    payload = memory_payload(memory)
+    return RawPoint(
+        seen_point_id(memory.memory_id),
+        [],
+        {
+            KIND_FIELD: SEEN_KIND,
+            TENANT_FIELD: memory.tenant_id,
+            NAMESPACE_FIELD: memory.namespace,
+            "memory_id": memory.memory_id,
+            **{name: payload[name] for name in SEEN_FIELDS},
+        },
+    )
+
+
+def seen_update(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(memory id, the payload fields it sets) of a seen point."""
+    return str(payload["memory_id"]), {name: payload[name] for name in SEEN_FIELDS}
+
+
+def fold_seen(memory: dict[str, Any], seen: dict[str, Any]) -> dict[str, Any]:
+    """A memory's payload with a seen update, written after it, applied. (A memory
+    written whole after the update carries its own count: a reversed skip lowers it.)"""
+    if not is_memory(memory):
+        return memory
+    folded = dict(memory)
+    folded.update(seen)
+    return folded
 
 
 def decision_point(record: DecisionRecord, dimension: int) -> RawPoint:

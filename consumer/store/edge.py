@@ -51,6 +51,9 @@ log = structlog.get_logger(__name__)
 # 17 values and lists makes writing a point ~3x cheaper, and the JSON is the very
 # string the changelog record carries. Shards written before keep plain payloads.
 PAYLOAD_JSON_FIELD: Final = "payload_json"
+# A seen update of a memory (codec.SEEN_KIND), set on the memory's point; storing
+# the memory whole again replaces the payload and with it this field.
+SEEN_JSON_FIELD: Final = "seen_json"
 FILTERED_FIELDS: Final = (codec.KIND_FIELD, codec.TENANT_FIELD, codec.NAMESPACE_FIELD)
 # With a changelog, a write is durable in the changelog before it reaches the shard,
 # and the shard's write-ahead log survives the process: what an unflushed shard
@@ -69,13 +72,17 @@ def stored_payload(point: codec.RawPoint) -> dict[str, Any]:
 
 
 def payload_of(stored: dict[str, Any] | None) -> dict[str, Any]:
-    """The payload a point was written with, from its stored form."""
+    """The payload a point was written with, from its stored form, with the last
+    seen update applied."""
     if not stored:
         return {}
     packed = stored.get(PAYLOAD_JSON_FIELD)
     if packed is None:
         return stored
     payload: dict[str, Any] = json.loads(packed)
+    seen = stored.get(SEEN_JSON_FIELD)
+    if seen is not None:
+        payload = codec.fold_seen(payload, json.loads(seen))
     return payload
 
 
@@ -283,15 +290,12 @@ class EdgeMemoryStore:
             # Built in the store thread (the engine's payload conversion is slow):
             # the event loop meanwhile serves the broker and other partitions.
             try:
-                placeholder = codec.placeholder_vector(self._dimension)
-                batch = [
-                    Point(p.point_id, p.vector or placeholder, stored_payload(p))
-                    for p in [*points, *extra]
-                ]
+                operations = self._operations(partition, [*points, *extra])
             except Exception as exc:  # a bad point is a bug, not the store being down
                 return exc
             shard = self._shard(partition)
-            shard.update(UpdateOperation.upsert_points(batch))
+            for operation in operations:
+                shard.update(operation)
             now = time.monotonic()
             if (
                 changelog_offset is None
@@ -306,6 +310,48 @@ class EdgeMemoryStore:
         invalid = await self._run(apply)
         if invalid is not None:
             raise invalid
+
+    def _operations(self, partition: int, points: Sequence[codec.RawPoint]) -> list[Any]:
+        """Upserts, and seen updates set on their memories, in the points' order
+        (the changelog position, last, is written after everything it covers).
+
+        A seen update of a memory the shard lacks is dropped: a restore meets it
+        when the changelog kept only a later write of the memory, which carries it."""
+        placeholder = codec.placeholder_vector(self._dimension)
+        seen_targets = [
+            codec.seen_update(p.payload)[0]
+            for p in points
+            if p.payload.get(codec.KIND_FIELD) == codec.SEEN_KIND
+        ]
+        present = (
+            {
+                str(r.id)
+                for r in self._shard(partition).retrieve(
+                    seen_targets, with_payload=False, with_vector=False
+                )
+            }
+            if seen_targets
+            else set()
+        )
+        operations: list[Any] = []
+        upserts: list[Any] = []
+        for point in points:
+            if point.payload.get(codec.KIND_FIELD) != codec.SEEN_KIND:
+                vector = point.vector or placeholder
+                upserts.append(Point(point.point_id, vector, stored_payload(point)))
+                present.add(point.point_id)
+                continue
+            memory_id, fields = codec.seen_update(point.payload)
+            if memory_id not in present:
+                continue
+            if upserts:
+                operations.append(UpdateOperation.upsert_points(upserts))
+                upserts = []
+            update = {SEEN_JSON_FIELD: codec.encode_json(fields)}
+            operations.append(UpdateOperation.set_payload([memory_id], update))
+        if upserts:
+            operations.append(UpdateOperation.upsert_points(upserts))
+        return operations
 
     async def get_points(
         self, partition: int, point_ids: Sequence[str]

@@ -272,11 +272,34 @@ class QdrantServerStore:
         if not points:
             return
         placeholder = codec.placeholder_vector(self._dimension)
-        structs = [
-            models.PointStruct(id=p.point_id, vector=p.vector or placeholder, payload=p.payload)
-            for p in points
-        ]
-        await self._call(lambda: self._client.upsert(self._collection, structs, wait=True))
+        structs: list[models.PointStruct] = []
+        # In order: a seen update (a changelog's; this adapter writes memories whole)
+        # is set on the memory it names, after the points before it.
+        for point in points:
+            if point.payload.get(codec.KIND_FIELD) != codec.SEEN_KIND:
+                vector = point.vector or placeholder
+                structs.append(
+                    models.PointStruct(id=point.point_id, vector=vector, payload=point.payload)
+                )
+                continue
+            await self._upsert(structs)
+            structs = []
+            await self._apply_seen(*codec.seen_update(point.payload))
+        await self._upsert(structs)
+
+    async def _upsert(self, structs: list[models.PointStruct]) -> None:
+        if structs:
+            await self._call(lambda: self._client.upsert(self._collection, structs, wait=True))
+
+    async def _apply_seen(self, memory_id: str, fields: dict[str, Any]) -> None:
+        found = await self._call(lambda: self._client.retrieve(self._collection, [memory_id]))
+        if not found or not codec.is_memory(found[0].payload or {}):
+            return
+        await self._call(
+            lambda: self._client.set_payload(
+                self._collection, payload=fields, points=[memory_id], wait=True
+            )
+        )
 
     async def pending_memories(self, partition: int, limit: int) -> list[MemoryRecord]:
         records, _ = await self._call(

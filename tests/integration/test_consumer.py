@@ -9,8 +9,12 @@ from typing import Any
 
 import pytest
 
+from consumer.changelog import Changelog
+from consumer.compact import state_from_changelog
 from consumer.errors import StoreUnavailable
+from consumer.store import codec
 from consumer.store.edge import EdgeMemoryStore
+from consumer.topic_reader import read_all
 from schemas import DeadLetterHeaders, MemoryDecisionEvent
 from tests.integration.harness import (
     TIERS_BASE,
@@ -524,3 +528,70 @@ def r_key_of(records: Any, event_id: str) -> bytes | None:
         if _json.loads(record.value)["event_id"] == event_id:
             return record.key  # type: ignore[no-any-return]
     return None
+
+
+class _NoPublisher:
+    async def publish_all(self, records: Any) -> list[int]:
+        raise AssertionError("a restore publishes nothing")
+
+
+async def test_a_skip_stores_a_seen_update_that_a_restore_and_the_changelog_apply(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    """A skipped duplicate of a stored memory writes its seen count, not the whole
+    memory again: the memory's own changelog record stays the one written when it
+    was accepted, and a fresh store restored from the changelog, and the state
+    `memdedup compact` reads from it, both carry the count and times."""
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path, topics={"partitions": 1})
+    waves = [
+        [event("s1", "User keeps bees on the roof")],
+        [event("s2", "user keeps bees on the roof.")],
+        [event("s3", "User keeps bees on the roof")],
+    ]
+    store = EdgeMemoryStore(
+        root=settings.qdrant.path,
+        collection=settings.qdrant.collection,
+        topic=settings.topics.input,
+    )
+    async with running_consumer(settings, real_embedder, store):
+        # One wave at a time: each repeat meets the memory stored, not this batch's.
+        for done, wave in enumerate(waves, start=1):
+            await produce(settings, wave)
+            assert await wait_committed(settings, done, timeout_s=30)
+        outputs = await read_outputs(settings, at_least=3, settle_s=0.5)
+    decided = {o.body["event_id"]: o.body for o in outputs}
+    memory_id = decided["s1"]["memory_id"]
+    assert [decided[e]["decision"] for e in ("s2", "s3")] == ["skipped", "skipped"]
+    assert decided["s3"]["memory"]["seen_count"] == 3
+    last_seen = decided["s3"]["memory"]["last_seen_at"]
+
+    records = [r async for r in read_all(settings, [settings.topics.changelog])]
+    keys = [r.key.decode() for r in records]
+    assert keys.count(memory_id) == 1  # stored whole once, when accepted
+    assert keys.count(codec.seen_point_id(memory_id)) == 2
+    seen_record = next(r for r in records if r.key.decode() == codec.seen_point_id(memory_id))
+    assert b'"vector"' not in seen_record.value
+
+    fresh = EdgeMemoryStore(
+        root=tmp_path / "fresh", collection=settings.qdrant.collection, topic=settings.topics.input
+    )
+    await fresh.start(real_embedder.dimension)
+    changelog = Changelog(
+        topic=settings.topics.changelog,
+        bootstrap_servers=settings.kafka.bootstrap_servers,
+        publisher=_NoPublisher(),
+    )
+    try:
+        await changelog.restore(0, fresh)
+        restored = (await fresh.get_memories(0, [memory_id]))[memory_id]
+    finally:
+        await changelog.close()
+        await fresh.close()
+    assert restored.seen_count == 3
+    assert restored.last_seen_at is not None
+    assert restored.last_seen_at.isoformat() == last_seen.replace("Z", "+00:00")
+    assert restored.vector is not None
+
+    state = await state_from_changelog(settings)
+    (from_changelog,) = [m for ms in state.memories.values() for m in ms]
+    assert (from_changelog.memory_id, from_changelog.seen_count) == (memory_id, 3)

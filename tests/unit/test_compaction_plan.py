@@ -66,3 +66,29 @@ def test_compaction_asks_the_local_verifier_never_an_llm() -> None:
     assert local_judge(llm) is local
     assert local_judge(local) is local
     assert local_judge(None) is None
+
+
+def test_a_changelogs_seen_updates_apply_to_the_memory_written_before_them() -> None:
+    from dataclasses import replace
+
+    from consumer.compaction.plan import collect_points
+    from consumer.store import codec
+
+    from .test_edge_storage import memory
+
+    stored = memory(seen_count=1)
+    seen = replace(stored, seen_count=2, last_seen_at=datetime(2026, 3, 1, tzinfo=UTC))
+    lowered = replace(stored, seen_count=1, updated_at=datetime(2026, 4, 1, tzinfo=UTC))
+
+    def collected(*points: codec.RawPoint) -> list[MemoryRecord]:
+        state = StoredState()
+        collect_points(state, points, None, None)
+        return [m for ms in state.memories.values() for m in ms]
+
+    dimension = len(stored.vector or [])
+    written, update = codec.memory_point(stored, dimension), codec.seen_point(seen)
+    assert collected(written, update) == [seen]
+    # A whole write after the update (a reversed skip) carries its own count.
+    assert collected(update, codec.memory_point(lowered, dimension)) == [lowered]
+    # An update of a memory not among the points changes nothing.
+    assert collected(update) == []

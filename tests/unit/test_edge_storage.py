@@ -7,6 +7,8 @@ import base64
 import json
 import subprocess
 import sys
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -221,3 +223,44 @@ async def test_an_unflushed_write_survives_a_killed_process(tmp_path: Path) -> N
         assert found[MEMORY_ID].payload == {"kind": "command", "n": 1}
     finally:
         await store.close()
+
+
+async def test_a_seen_update_is_set_on_its_memory_and_replaced_by_a_whole_write(
+    store: EdgeMemoryStore,
+) -> None:
+    stored = memory(seen_count=4)
+    await store.apply_points(0, [codec.memory_point(stored, DIMENSION)], changelog_offset=1)
+    later = datetime(2026, 2, 1, tzinfo=UTC)
+    seen = replace(stored, seen_count=5, last_seen_at=later)
+    update = codec.seen_point(seen)
+    assert b'"vector"' not in update.to_bytes()
+    await store.apply_points(0, [codec.RawPoint.from_bytes(update.to_bytes())], changelog_offset=2)
+
+    assert (await store.get_memories(0, [MEMORY_ID]))[MEMORY_ID] == seen
+    # Read back as if the memory had been stored whole: the same payload, key order too.
+    point = (await store.get_points(0, [MEMORY_ID]))[MEMORY_ID]
+    assert list(point.payload.items()) == list(codec.memory_payload(seen).items())
+    query = SimilarityQuery(Scope("tenant-a", "prefs"), seen.vector or [], 1)
+    assert (await store.search(0, [query]))[0][0].memory == seen
+    assert await store.changelog_position(0) == 2
+
+    # A later whole write (a reversed skip lowers the count) replaces the update.
+    lowered = replace(stored, seen_count=3)
+    await store.apply_points(0, [codec.memory_point(lowered, DIMENSION)], changelog_offset=3)
+    assert (await store.get_memories(0, [MEMORY_ID]))[MEMORY_ID] == lowered
+
+
+async def test_a_seen_update_follows_the_points_before_it_and_skips_a_missing_memory(
+    store: EdgeMemoryStore,
+) -> None:
+    """As a restore meets them: the memory and its update in one chunk; an update of
+    a memory the changelog kept only a later write of (not there yet) is dropped."""
+    other_id = "00000000-0000-5000-8000-0000000000b2"
+    stored = memory(seen_count=1)
+    seen = replace(stored, seen_count=2, last_seen_at=datetime(2026, 3, 1, tzinfo=UTC))
+    orphan = codec.seen_point(replace(stored, memory_id=other_id, seen_count=9))
+    points = [orphan, codec.memory_point(stored, DIMENSION), codec.seen_point(seen)]
+    await store.apply_points(0, points, changelog_offset=10)
+
+    assert await store.get_memories(0, [MEMORY_ID, other_id]) == {MEMORY_ID: seen}
+    assert await store.changelog_position(0) == 10

@@ -384,3 +384,26 @@ async def test_engine_with_http_merger_uses_the_server_text(
     assert merged.merge_fallback is None
     assert merged.memory.content == state.text
     assert len(state.requests) == 1
+
+
+async def test_only_a_memory_whose_only_change_is_being_seen_again_is_a_seen_update(
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: EdgeMemoryStore
+) -> None:
+    engine = make_engine()
+    [first] = await run(store, engine, cand("e1", BASE))
+    memory_id = first.memory.memory_id
+
+    plan = await engine.decide(0, [cand("e2", BASE + ".", 1), cand("e3", BASE, 2)])
+    assert plan.seen_only == {memory_id}
+    assert plan.writes[memory_id].seen_count == 3
+
+    # Seen, then merged into within the batch: stored whole.
+    plan = await engine.decide(0, [cand("e4", BASE, 3), cand("e5", CLOSE, 4)])
+    assert [o.decision for o in plan.outcomes] == [Decision.SKIPPED, Decision.MERGED]
+    assert plan.seen_only == set()
+
+    # Accepted, then repeated within the batch: stored whole.
+    far = "User's sister lives in Lisbon"
+    plan = await engine.decide(0, [cand("e6", far, 5), cand("e7", far, 6)])
+    assert [o.decision for o in plan.outcomes] == [Decision.ACCEPTED, Decision.SKIPPED]
+    assert plan.seen_only == set()
