@@ -377,8 +377,10 @@ def _kafka_headers(headers_schema: dict[str, Any]) -> dict[str, Any]:
 _CHANGELOG_POINT: Final[dict[str, Any]] = {
     "title": "ChangelogPoint",
     "description": (
-        "A stored point (a memory or a decision record) as carried by the changelog: "
-        "restoring it needs no re-embedding."
+        "A stored point (a memory, a decision record, ...) as carried by the changelog: "
+        "restoring it needs no re-embedding. A `seen` point is a memory's seen count "
+        "after a skip, keyed apart from the memory; a restore sets it on the memory "
+        "written before it."
     ),
     "type": "object",
     "properties": {
@@ -386,13 +388,19 @@ _CHANGELOG_POINT: Final[dict[str, Any]] = {
         "vector": {
             "type": "string",
             "contentEncoding": "base64",
-            "description": "The vector as little-endian float32 values, base64-encoded.",
+            "description": (
+                "The vector as little-endian float32 values, base64-encoded; only an "
+                "embedded memory (`kind` memory) has one."
+            ),
         },
         "payload": {
             "type": "object",
-            "description": "The point's payload; `kind` tells memories from decision records.",
+            "description": (
+                "The point's payload; `kind` tells memories, decision records and "
+                "seen updates apart."
+            ),
         },
     },
-    "required": ["id", "vector", "payload"],
+    "required": ["id", "payload"],
     "additionalProperties": False,
 }
