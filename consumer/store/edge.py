@@ -55,6 +55,9 @@ PAYLOAD_JSON_FIELD: Final = "payload_json"
 # the memory whole again replaces the payload and with it this field.
 SEEN_JSON_FIELD: Final = "seen_json"
 FILTERED_FIELDS: Final = (codec.KIND_FIELD, codec.TENANT_FIELD, codec.NAMESPACE_FIELD)
+# Kinds read by scope (search, scroll, count); every other point is read by id, and
+# each stored field costs its conversion (a decision point: 14 -> 9 us).
+SCOPED_KINDS: Final = frozenset({codec.MEMORY_KIND, codec.PENDING_KIND, codec.REVIEWED_PAIR_KIND})
 # With a changelog, a write is durable in the changelog before it reaches the shard,
 # and the shard's write-ahead log survives the process: what an unflushed shard
 # loses with its machine, the restore replays (the changelog position is written
@@ -66,7 +69,12 @@ CHANGELOG_FLUSH_INTERVAL_S: Final = 5.0
 
 def stored_payload(point: codec.RawPoint) -> dict[str, Any]:
     payload = point.payload
-    stored: dict[str, Any] = {name: payload[name] for name in FILTERED_FIELDS if name in payload}
+    kind = payload.get(codec.KIND_FIELD)
+    stored: dict[str, Any]
+    if kind in SCOPED_KINDS:
+        stored = {name: payload[name] for name in FILTERED_FIELDS if name in payload}
+    else:
+        stored = {codec.KIND_FIELD: kind} if kind is not None else {}
     stored[PAYLOAD_JSON_FIELD] = point.payload_json()
     return stored
 
@@ -379,24 +387,39 @@ class EdgeMemoryStore:
         namespace: str | None = None,
         with_vectors: bool = False,
     ) -> list[codec.RawPoint]:
+        # Points of other kinds store no scope fields: their scope is checked decoded.
+        scoped = kind in SCOPED_KINDS
+
+        def in_scope(payload: dict[str, Any]) -> bool:
+            return scoped or (
+                (tenant_id is None or payload.get(codec.TENANT_FIELD) == tenant_id)
+                and (namespace is None or payload.get(codec.NAMESPACE_FIELD) == namespace)
+            )
+
         def read() -> list[codec.RawPoint]:
             shard = self._shard(partition)
             found: list[codec.RawPoint] = []
             offset: Any = None
+            scope_filter = (
+                _scope_filter(tenant_id, namespace, kind)
+                if scoped
+                else _scope_filter(None, None, kind)
+            )
             while True:
                 records, offset = shard.scroll(
                     ScrollRequest(
                         limit=1_000,
                         offset=offset,
-                        filter=_scope_filter(tenant_id, namespace, kind),
+                        filter=scope_filter,
                         with_payload=True,
                         with_vector=with_vectors,
                     )
                 )
-                found.extend(
-                    codec.RawPoint(str(r.id), list(r.vector or []), payload_of(r.payload))
-                    for r in records
-                )
+                for record in records:
+                    payload = payload_of(record.payload)
+                    if in_scope(payload):
+                        vector = list(record.vector or [])
+                        found.append(codec.RawPoint(str(record.id), vector, payload))
                 if offset is None or not records:
                     return found
 

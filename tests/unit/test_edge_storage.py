@@ -264,3 +264,17 @@ async def test_a_seen_update_follows_the_points_before_it_and_skips_a_missing_me
 
     assert await store.get_memories(0, [MEMORY_ID, other_id]) == {MEMORY_ID: seen}
     assert await store.changelog_position(0) == 10
+
+
+def test_only_points_read_by_scope_store_their_scope_as_fields() -> None:
+    """A decision is read by id: its scope is not converted into stored fields."""
+    assert set(edge.stored_payload(codec.memory_point(memory(), DIMENSION))) == {
+        "kind",
+        "tenant_id",
+        "namespace",
+        edge.PAYLOAD_JSON_FIELD,
+    }
+    assert set(edge.stored_payload(codec.decision_point(decision(), DIMENSION))) == {
+        "kind",
+        edge.PAYLOAD_JSON_FIELD,
+    }
