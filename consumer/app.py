@@ -137,20 +137,20 @@ class BrokerPublisher:
         # The headers the broker's publish writes: content type (none for bytes), a
         # correlation id, then the record's own.
         new_id = self._broker.config.id_generator
+
+        def headers(record: OutgoingRecord) -> list[tuple[str, bytes]]:
+            own = record.headers
+            if record.broker_headers:
+                own = {"content-type": "", "correlation_id": new_id(), **own}
+            return [(name, value.encode()) for name, value in own.items()]
+
         pending = [
             await producer.send(
                 record.topic,
                 value=record.value,
                 key=record.key,
                 partition=record.partition,
-                headers=[
-                    (name, value.encode())
-                    for name, value in {
-                        "content-type": "",
-                        "correlation_id": new_id(),
-                        **record.headers,
-                    }.items()
-                ],
+                headers=headers(record),
             )
             for record in records
         ]

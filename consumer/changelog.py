@@ -56,7 +56,9 @@ class Changelog:
         if not points:
             return None
         records = [
-            OutgoingRecord(self.topic, p.point_id.encode(), p.to_bytes(), {}, partition)
+            OutgoingRecord(
+                self.topic, p.point_id.encode(), p.to_bytes(), {}, partition, broker_headers=False
+            )
             for p in points
         ]
         offsets = await self._publisher.publish_all(records)

@@ -37,3 +37,6 @@ class OutgoingRecord:
     headers: dict[str, str] = field(default_factory=dict)
     # None: the producer's partitioner picks from the key.
     partition: int | None = None
+    # False: an internal record (the changelog) that nobody reads headers of gets
+    # none of the broker's (content type, a fresh correlation id).
+    broker_headers: bool = True

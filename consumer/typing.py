@@ -129,3 +129,6 @@ class OutgoingRecord(Protocol):
 
     @property
     def partition(self) -> int | None: ...
+
+    @property
+    def broker_headers(self) -> bool: ...

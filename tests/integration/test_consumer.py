@@ -571,6 +571,9 @@ async def test_a_skip_stores_a_seen_update_that_a_restore_and_the_changelog_appl
     assert keys.count(codec.seen_point_id(memory_id)) == 2
     seen_record = next(r for r in records if r.key.decode() == codec.seen_point_id(memory_id))
     assert b'"vector"' not in seen_record.value
+    # Internal records carry none of the broker's headers; decisions keep them.
+    assert all(not r.headers for r in records)
+    assert all("correlation_id" in o.headers for o in outputs)
 
     fresh = EdgeMemoryStore(
         root=tmp_path / "fresh", collection=settings.qdrant.collection, topic=settings.topics.input
