@@ -144,6 +144,8 @@ class BrokerPublisher:
                 own = {"content-type": "", "correlation_id": new_id(), **own}
             return [(name, value.encode()) for name, value in own.items()]
 
+        if records and all(record.partition is not None for record in records):
+            return await self._send_batches(producer, records, headers)
         pending = [
             await producer.send(
                 record.topic,
@@ -155,6 +157,47 @@ class BrokerPublisher:
             for record in records
         ]
         return [metadata.offset for metadata in await asyncio.gather(*pending)]
+
+    async def _send_batches(
+        self,
+        producer: AIOKafkaProducer,
+        records: Sequence[OutgoingRecord],
+        headers: Callable[[OutgoingRecord], list[tuple[str, bytes]]],
+    ) -> list[int]:
+        """Records whose partitions are set (the changelog's), as record batches
+        built here: one future per batch instead of per record (~4 us a record
+        less). A partition's records keep their order; a record's offset is its
+        batch's base offset plus its place in the batch."""
+
+        async def send(batch: Any, topic: str, partition: int) -> asyncio.Future[Any]:
+            batch.close()  # nothing else joins it: offsets are counted from its base
+            future: asyncio.Future[Any] = await producer.send_batch(
+                batch, topic, partition=partition
+            )
+            return future
+
+        open_batches: dict[tuple[str, int], tuple[Any, list[int]]] = {}
+        sent: list[tuple[asyncio.Future[Any], list[int]]] = []
+        for index, record in enumerate(records):
+            assert record.partition is not None
+            topic, partition = target = (record.topic, record.partition)
+            batch, members = open_batches.get(target) or (producer.create_batch(), [])
+            fields = {"key": record.key, "value": record.value, "timestamp": None}
+            if batch.append(**fields, headers=headers(record)) is None:  # full
+                sent.append((await send(batch, topic, partition), members))
+                batch, members = producer.create_batch(), []
+                if batch.append(**fields, headers=headers(record)) is None:
+                    raise PublishFailed(f"a record of {len(record.value)} bytes fits no batch")
+            members.append(index)
+            open_batches[target] = (batch, members)
+        for (topic, partition), (batch, members) in open_batches.items():
+            sent.append((await send(batch, topic, partition), members))
+        offsets = [0] * len(records)
+        acknowledged = await asyncio.gather(*(future for future, _ in sent))
+        for metadata, (_, members) in zip(acknowledged, sent, strict=True):
+            for position, index in enumerate(members):
+                offsets[index] = metadata.offset + position
+        return offsets
 
 
 def backoff_delay(attempt: int, retry: RetrySettings) -> float:
