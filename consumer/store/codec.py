@@ -16,6 +16,7 @@ from typing import Any, Final
 import numpy as np
 
 from consumer.engine.models import DecisionRecord, MemoryRecord, MergeSource
+from consumer.engine.normalize import uuid5_text
 from schemas import Decision
 
 KIND_FIELD: Final = "kind"
@@ -284,12 +285,12 @@ def is_memory(payload: dict[str, Any]) -> bool:
 
 
 def seen_point_id(memory_id: str) -> str:
-    return str(uuid.uuid5(_POINT_NAMESPACE, f"seen/{memory_id}"))
+    return uuid5_text(_POINT_NAMESPACE, f"seen/{memory_id}")
 
 
 def seen_point(memory: MemoryRecord) -> RawPoint:
-    """The memory's seen count and times, as a skip left them."""
-    payload = memory_payload(memory)
+    """The memory's seen count and times, as a skip left them (the values
+    `memory_payload` writes for them)."""
     return RawPoint(
         seen_point_id(memory.memory_id),
         [],
@@ -298,7 +299,9 @@ def seen_point(memory: MemoryRecord) -> RawPoint:
             TENANT_FIELD: memory.tenant_id,
             NAMESPACE_FIELD: memory.namespace,
             "memory_id": memory.memory_id,
-            **{name: payload[name] for name in SEEN_FIELDS},
+            "seen_count": memory.seen_count,
+            "first_seen_at": (memory.first_seen_at or memory.created_at).isoformat(),
+            "last_seen_at": (memory.last_seen_at or memory.updated_at).isoformat(),
         },
     )
 

@@ -278,3 +278,16 @@ def test_only_points_read_by_scope_store_their_scope_as_fields() -> None:
         "kind",
         edge.PAYLOAD_JSON_FIELD,
     }
+
+
+def test_a_seen_point_carries_the_values_a_whole_write_would() -> None:
+    import uuid
+
+    seen = memory(seen_count=7, first_seen_at=None, last_seen_at=datetime(2026, 5, 1, tzinfo=UTC))
+    point = codec.seen_point(seen)
+    whole = codec.memory_payload(seen)
+    memory_id, fields = codec.seen_update(point.payload)
+    assert memory_id == seen.memory_id
+    assert fields == {name: whole[name] for name in codec.SEEN_FIELDS}
+    namespace = uuid.UUID("8b0f7c52-3d1e-5a94-a6e2-0c5d9e41b7f3")
+    assert point.point_id == str(uuid.uuid5(namespace, f"seen/{seen.memory_id}"))
