@@ -48,3 +48,14 @@ async def test_acknowledged_records_return_their_offsets() -> None:
     broker = HangingBroker(acknowledge=True)
     publisher = BrokerPublisher(broker, ack_timeout_s=5)  # type: ignore[arg-type]
     assert await publisher.publish_all(RECORDS) == [0, 1]
+
+
+def test_correlation_ids_are_uuid_shaped_and_unique() -> None:
+    import uuid
+
+    from consumer.app import correlation_ids
+
+    first, second = correlation_ids(), correlation_ids()
+    ids = [next(first) for _ in range(1_000)] + [next(second) for _ in range(1_000)]
+    assert len(set(ids)) == len(ids)
+    assert all(str(uuid.UUID(i)) == i and uuid.UUID(i).version == 4 for i in ids)
