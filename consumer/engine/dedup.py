@@ -160,10 +160,27 @@ class _BatchState:
     semantic_ms: float = 0.0
     # The model failed and the engine may decide without it (opt-in).
     model_down: bool = False
-    arrays: dict[tuple[str, int], Any] = field(default_factory=dict)
+    # float32 arrays of vector lists, by the list's id (the list is kept with it, so
+    # an id reused by another list is never mistaken for it).
+    arrays: dict[int, tuple[list[float], Any]] = field(default_factory=dict)
 
     def current(self, memory_id: str) -> MemoryRecord | None:
         return self.plan.writes.get(memory_id) or self.stored.get(memory_id)
+
+    def keep_vector(self, text: str, row: Any) -> list[float]:
+        """A model row as the list memories carry, remembering the row itself."""
+        vector: list[float] = row.tolist()
+        self.vectors[text] = vector
+        self.arrays[id(vector)] = (vector, np.asarray(row, dtype=np.float32))
+        return vector
+
+    def array_of(self, vector: list[float]) -> Any:
+        cached = self.arrays.get(id(vector))
+        if cached is not None and cached[0] is vector:
+            return cached[1]
+        array = np.asarray(vector, dtype=np.float32)
+        self.arrays[id(vector)] = (vector, array)
+        return array
 
 
 class DedupEngine:
@@ -439,7 +456,7 @@ class DedupEngine:
             self._maybe_pending.add(partition)
             return
         for text, row in zip(texts, matrix, strict=True):
-            state.vectors[text] = row.tolist()
+            state.keep_vector(text, row)
         queries = [
             SimilarityQuery(c.scope, state.vectors[c.normalized], self._search_limit)
             for c in candidates
@@ -564,17 +581,11 @@ class DedupEngine:
         if in_batch:
             rows = []
             for memory_id in in_batch:
-                memory = state.plan.writes[memory_id]
-                assert memory.vector is not None
-                # Converted once per vector, not once per candidate that meets it (a
-                # merge that re-embeds the memory brings a new list, so a new key).
-                key = (memory_id, id(memory.vector))
-                array = state.arrays.get(key)
-                if array is None:
-                    array = state.arrays[key] = np.asarray(memory.vector, dtype=np.float32)
-                rows.append(array)
-            vector = np.asarray(state.vectors[candidate.normalized], dtype=np.float32)
-            scores = np.stack(rows) @ vector
+                vector = state.plan.writes[memory_id].vector
+                assert vector is not None
+                # The model's own rows: no list is converted back per candidate.
+                rows.append(state.array_of(vector))
+            scores = np.stack(rows) @ state.array_of(state.vectors[candidate.normalized])
             # As the store's search: below the lowest band only the best one counts
             # (for its score), so only it and those above become matches.
             wanted = set(np.flatnonzero(scores >= self._full_matches_from).tolist())
@@ -714,7 +725,7 @@ class DedupEngine:
         """The vector of a text a merge wrote (combined or synthesized)."""
         if normalized not in state.vectors:
             [row] = await self._embedder.embed([normalized])
-            state.vectors[normalized] = row.tolist()
+            state.keep_vector(normalized, row)
         return state.vectors[normalized]
 
     def _accept(

@@ -516,3 +516,24 @@ async def test_a_lookahead_that_no_longer_matches_is_dropped(
     assert again.memory.memory_id == kept.memory.memory_id
     assert accepted.decision is Decision.ACCEPTED
     assert accepted.memory.vector is not None
+
+
+def test_batch_state_reuses_model_rows_and_never_mistakes_another_list() -> None:
+    import numpy as np
+
+    from consumer.engine.dedup import _BatchState
+    from consumer.engine.models import BatchPlan
+
+    state = _BatchState(plan=BatchPlan(partition=0), stored={}, vectors={}, neighbours={})
+    row = np.array([0.6, 0.8], dtype=np.float32)
+    vector = state.keep_vector("a text", row)
+    assert vector == row.tolist()
+    assert state.vectors["a text"] is vector
+    assert np.array_equal(state.array_of(vector), row)
+    # An equal list of its own (say, read from the store) gets an array of its own.
+    other = list(vector)
+    assert state.array_of(other) is not state.array_of(vector)
+    assert np.array_equal(state.array_of(other), row)
+    # A cached id whose list is not the one asked about is not trusted.
+    state.arrays[id(other)] = ([9.0, 9.0], np.array([9.0, 9.0], dtype=np.float32))
+    assert np.array_equal(state.array_of(other), row)
