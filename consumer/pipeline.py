@@ -524,7 +524,7 @@ class BatchProcessor:
                 "concurrent_duplicate_resolved",
                 event_id=outcome.candidate.event.event_id,
                 removed_memory_id=outcome.memory.memory_id,
-                winner_memory_id=winner.memory.memory_id,
+                winner_memory_id=winner.memory_id,
                 decision=corrected.decision.value,
             )
         records, payloads = self._decision_records(replaced)

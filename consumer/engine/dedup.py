@@ -337,11 +337,11 @@ class DedupEngine:
             mine = outcome.memory
             bands = self._policy.bands_for(mine.namespace)
             for match in neighbours:
-                other = match.memory
-                if other.memory_id == mine.memory_id or other.memory_id in plan.writes:
+                if match.memory_id == mine.memory_id or match.memory_id in plan.writes:
                     continue
                 if bands.classify(match.score)[0] is Decision.ACCEPTED:
                     break
+                other = match.read()
                 if (other.created_at, other.memory_id) >= (mine.created_at, mine.memory_id):
                     continue
                 if self._guards and check_pair(other.content, outcome.candidate.event.content):
@@ -356,7 +356,7 @@ class DedupEngine:
         """The decision an accepted event gets when it lost a race to `winner`."""
         bands = self._policy.bands_for(outcome.candidate.event.namespace)
         decision, threshold = bands.classify(winner.score)
-        memory = winner.memory
+        memory = winner.read()
         policy: MergePolicy | None = None
         fallback: MergePolicy | None = None
         if decision is Decision.MERGED:
@@ -369,8 +369,8 @@ class DedupEngine:
             if policy == "synthesize":
                 text, fallback = newer_text(candidate, outcome.memory.vector), "replace_with_newer"
             else:
-                text = policy_text(policy, winner.memory, candidate, outcome.memory.vector)
-            memory = fold(winner.memory, candidate, self._clock(), text)
+                text = policy_text(policy, memory, candidate, outcome.memory.vector)
+            memory = fold(memory, candidate, self._clock(), text)
         return replace(
             outcome,
             decision=decision,
@@ -381,7 +381,7 @@ class DedupEngine:
             superseded_memory_id=outcome.memory.memory_id,
             merge_policy=policy,
             merge_fallback=fallback,
-            target_before=winner.memory,
+            target_before=winner.read(),
         )
 
     def fail_open(self, candidate: Candidate, skipped: tuple[CheckName, ...]) -> Outcome:
@@ -522,7 +522,7 @@ class DedupEngine:
             return self._skip(
                 candidate,
                 state,
-                chosen.memory,
+                chosen.read(),
                 DecisionReason.SEMANTIC,
                 checks,
                 similarity=chosen.score,
@@ -544,15 +544,16 @@ class DedupEngine:
             decision, threshold = bands.classify(match.score)
             if decision is Decision.ACCEPTED:
                 break
-            veto = self._reviewed_veto(candidate, match.memory) or (
-                check_pair(match.memory.content, candidate.event.content) if self._guards else None
+            memory = match.read()
+            veto = self._reviewed_veto(candidate, memory) or (
+                check_pair(memory.content, candidate.event.content) if self._guards else None
             )
             if veto is None:
-                veto = await self._verifier_veto(match.memory, candidate, match.score)
+                veto = await self._verifier_veto(memory, candidate, match.score)
             if veto is None:
                 return match, decision, threshold, first_veto
             if first_veto is None:
-                first_veto = GuardHit(veto, match.memory.memory_id, match.score)
+                first_veto = GuardHit(veto, memory.memory_id, match.score)
         return None, Decision.ACCEPTED, None, first_veto
 
     async def _verifier_veto(
@@ -575,8 +576,8 @@ class DedupEngine:
         """Stored neighbours and memories accepted earlier in this batch, best first."""
         scored: dict[str, ScoredMemory] = {}
         for found in state.neighbours.get(candidate.event.event_id, []):
-            memory = state.current(found.memory.memory_id) or found.memory
-            scored[memory.memory_id] = ScoredMemory(memory, found.score)
+            memory = state.current(found.memory_id) or found.memory
+            scored[found.memory_id] = ScoredMemory(memory, found.score, found.memory_id)
         in_batch = state.new_in_scope.get(candidate.scope, [])
         if in_batch:
             rows = []
@@ -593,7 +594,7 @@ class DedupEngine:
             for index in wanted:
                 memory_id = in_batch[index]
                 scored[memory_id] = ScoredMemory(state.plan.writes[memory_id], float(scores[index]))
-        return sorted(scored.values(), key=lambda m: (-m.score, m.memory.memory_id))
+        return sorted(scored.values(), key=lambda m: (-m.score, m.memory_id))
 
     def _skip(
         self,
@@ -640,7 +641,7 @@ class DedupEngine:
     ) -> Outcome:
         now = self._clock()
         policy = bands.merge_policy
-        merged, fallback = await self._merged(policy, best.memory, candidate, now, state)
+        merged, fallback = await self._merged(policy, best.read(), candidate, now, state)
         state.plan.write(merged)
         state.staged_recent[candidate.scoped_hash] = merged.memory_id
         return Outcome(
@@ -655,7 +656,7 @@ class DedupEngine:
             guard=veto,
             merge_policy=policy,
             merge_fallback=fallback,
-            target_before=best.memory,
+            target_before=best.read(),
         )
 
     async def _embed_pending(self, partition: int, state: _BatchState) -> None:

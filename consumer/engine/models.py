@@ -91,8 +91,22 @@ class MergeSource:
 
 @dataclass(frozen=True, slots=True)
 class ScoredMemory:
-    memory: MemoryRecord
+    """A similarity match. Below the lowest band a search may return a query's best
+    match for its score alone: then `memory` is None and only its id is known."""
+
+    memory: MemoryRecord | None
     score: float
+    unread_id: str = ""
+
+    @property
+    def memory_id(self) -> str:
+        return self.memory.memory_id if self.memory is not None else self.unread_id
+
+    def read(self) -> MemoryRecord:
+        """The matched memory: only a match that reaches a band is asked for it."""
+        if self.memory is None:
+            raise LookupError(f"match {self.unread_id} was scored, not read")
+        return self.memory
 
 
 @dataclass(frozen=True, slots=True)

@@ -217,7 +217,7 @@ class EdgeMemoryStore:
                     filter=_scope_filter(
                         query.scope.tenant_id, query.scope.namespace, codec.MEMORY_KIND
                     ),
-                    with_payload=True,
+                    with_payload=False,
                     with_vector=False,
                     # No background indexing in the embedded engine: exact search
                     # over the payload-indexed scope is fast and always right.
@@ -231,25 +231,21 @@ class EdgeMemoryStore:
                 [p for i, p in enumerate(points) if i == 0 or p.score >= floor]
                 for points in shard.query_batch(QueryBatchRequest(requests))
             ]
-            # Vectors only for the matches that may be written back (merge targets):
-            # converting 5 x 384 floats per query costs more than one retrieve.
+            # Memories (payload and vector) only for the matches that can become skip
+            # or merge targets, in one read; below the floor a query's best match
+            # counts for its score alone (most new texts have only that one).
             wanted = {
                 str(point.id) for points in batches for point in points if point.score >= floor
             }
-            vectors: dict[str, list[float]] = {}
+            memories: dict[str, MemoryRecord] = {}
             if wanted:
-                for record in shard.retrieve(list(wanted), with_payload=False, with_vector=True):
-                    vectors[str(record.id)] = list(record.vector or [])
-            return [
-                [
-                    ScoredMemory(
-                        codec.memory_from_payload(
-                            str(point.id), payload_of(point.payload), vectors.get(str(point.id))
-                        ),
-                        float(point.score),
+                for record in shard.retrieve(list(wanted), with_payload=True, with_vector=True):
+                    point_id = str(record.id)
+                    memories[point_id] = codec.memory_from_payload(
+                        point_id, payload_of(record.payload), list(record.vector or [])
                     )
-                    for point in points
-                ]
+            return [
+                [ScoredMemory(memories.get(str(p.id)), float(p.score), str(p.id)) for p in points]
                 for points in batches
             ]
 

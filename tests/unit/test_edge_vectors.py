@@ -3,6 +3,8 @@ skipped into or merged into; below that, only a query's best score."""
 
 from __future__ import annotations
 
+import pytest
+
 from consumer.app import lowest_band
 from consumer.engine.models import MemoryRecord, Scope, SimilarityQuery
 from consumer.engine.thresholds import Bands, ThresholdPolicy
@@ -51,7 +53,7 @@ async def test_full_results_only_from_the_configured_score(store: EdgeMemoryStor
     query = SimilarityQuery(Scope("tenant-a", "prefs"), [float(x) for x in base_vector()], 5)
 
     [every] = await store.search(0, [query])
-    assert {m.memory.memory_id: m.memory.vector is not None for m in every} == {
+    assert {m.read().memory_id: m.read().vector is not None for m in every} == {
         NEAR: True,
         FAR: True,
         FARTHER: True,
@@ -59,16 +61,18 @@ async def test_full_results_only_from_the_configured_score(store: EdgeMemoryStor
 
     store.full_results_from(0.8)
     [found] = await store.search(0, [query])
-    assert [m.memory.memory_id for m in found] == [NEAR]
-    assert found[0].memory.vector == near
+    assert [m.memory_id for m in found] == [NEAR]
+    assert found[0].read().vector == near
+    assert found[0].read().content == f"text {NEAR}"
     assert found[0].score == every[0].score
 
-    # Nothing reaches the floor: the best result alone, for its score, without vector.
+    # Nothing reaches the floor: the best result alone, for its score, not read.
     store.full_results_from(0.9)
     [below] = await store.search(0, [query])
-    assert [(m.memory.memory_id, m.score) for m in below] == [(NEAR, every[0].score)]
-    assert below[0].memory.vector is None
-    assert below[0].memory.content == f"text {NEAR}"
+    assert [(m.memory_id, m.score) for m in below] == [(NEAR, every[0].score)]
+    assert below[0].memory is None
+    with pytest.raises(LookupError, match="scored, not read"):
+        below[0].read()
 
 
 def test_lowest_band_covers_every_namespace() -> None:
@@ -95,3 +99,24 @@ async def test_a_merge_keeps_the_target_vector_when_search_omits_vectors(
     stored = await store.get_memories(0, [outcome.memory.memory_id])
     assert stored[outcome.memory.memory_id].vector == [float(x) for x in base_vector()]
     assert await store.count_memories(0) == 1
+
+
+async def test_a_new_text_reports_the_score_of_a_match_that_was_never_read(
+    make_engine: EngineFactory, embedder: FakeEmbedder, store: EdgeMemoryStore
+) -> None:
+    store.full_results_from(lowest_band(ThresholdPolicy(default=DEFAULT_BANDS)))
+    engine = make_engine()
+    base, other = "The user prefers dark mode", "The user's sister lives in Lisbon"
+    embedder.set(base, base_vector())
+    embedder.set(other, unit_vector(0.4, axis=2))
+    first = await engine.decide(0, [make_candidate(event_id="e1", content=base, offset=0)])
+    await store.write(0, list(first.writes.values()), [])
+    engine.commit(first)
+
+    plan = await engine.decide(0, [make_candidate(event_id="e2", content=other, offset=1)])
+    [outcome] = plan.outcomes
+    assert outcome.decision is Decision.ACCEPTED
+    semantic = next(c for c in outcome.checks if c.name.value == "semantic")
+    assert semantic.hit is False
+    assert semantic.score is not None
+    assert abs(semantic.score - 0.4) < 1e-4
