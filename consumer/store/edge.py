@@ -94,6 +94,18 @@ def payload_of(stored: dict[str, Any] | None) -> dict[str, Any]:
     return payload
 
 
+def _memories_present(shard: Any, points: Sequence[codec.RawPoint]) -> set[str]:
+    """Which of the memories that `points`' seen updates name the shard holds."""
+    targets = [
+        codec.seen_update(p.payload)[0]
+        for p in points
+        if p.payload.get(codec.KIND_FIELD) == codec.SEEN_KIND
+    ]
+    if not targets:
+        return set()
+    return {str(r.id) for r in shard.retrieve(targets, with_payload=False, with_vector=False)}
+
+
 def _match(key: str, value: str) -> FieldCondition:
     return FieldCondition(key=key, match=MatchValue(value))
 
@@ -293,11 +305,13 @@ class EdgeMemoryStore:
         def apply() -> Exception | None:
             # Built in the store thread (the engine's payload conversion is slow):
             # the event loop meanwhile serves the broker and other partitions.
+            shard = self._shard(partition)
+            # A read: its failure is the store's (raised, made StoreUnavailable).
+            present = _memories_present(shard, points)
             try:
-                operations = self._operations(partition, [*points, *extra])
+                operations = self._operations([*points, *extra], present)
             except Exception as exc:  # a bad point is a bug, not the store being down
                 return exc
-            shard = self._shard(partition)
             for operation in operations:
                 shard.update(operation)
             now = time.monotonic()
@@ -315,28 +329,14 @@ class EdgeMemoryStore:
         if invalid is not None:
             raise invalid
 
-    def _operations(self, partition: int, points: Sequence[codec.RawPoint]) -> list[Any]:
+    def _operations(self, points: Sequence[codec.RawPoint], present: set[str]) -> list[Any]:
         """Upserts, and seen updates set on their memories, in the points' order
         (the changelog position, last, is written after everything it covers).
 
-        A seen update of a memory the shard lacks is dropped: a restore meets it
-        when the changelog kept only a later write of the memory, which carries it."""
+        A seen update of a memory the shard lacks (not `present`, nor written
+        before it here) is dropped: a restore meets it when the changelog kept only
+        a later write of the memory, which carries it."""
         placeholder = codec.placeholder_vector(self._dimension)
-        seen_targets = [
-            codec.seen_update(p.payload)[0]
-            for p in points
-            if p.payload.get(codec.KIND_FIELD) == codec.SEEN_KIND
-        ]
-        present = (
-            {
-                str(r.id)
-                for r in self._shard(partition).retrieve(
-                    seen_targets, with_payload=False, with_vector=False
-                )
-            }
-            if seen_targets
-            else set()
-        )
         operations: list[Any] = []
         upserts: list[Any] = []
         for point in points:
