@@ -291,3 +291,25 @@ def test_a_seen_point_carries_the_values_a_whole_write_would() -> None:
     assert fields == {name: whole[name] for name in codec.SEEN_FIELDS}
     namespace = uuid.UUID("8b0f7c52-3d1e-5a94-a6e2-0c5d9e41b7f3")
     assert point.point_id == str(uuid.uuid5(namespace, f"seen/{seen.memory_id}"))
+
+
+async def test_a_failed_read_before_seen_updates_is_the_store_being_down(
+    store: EdgeMemoryStore,
+) -> None:
+    from consumer.errors import StoreUnavailable
+
+    await store.apply_points(0, [codec.memory_point(memory(), DIMENSION)], changelog_offset=1)
+    shard = store._shard(0)
+
+    class FailingReads:
+        def __getattr__(self, name: str) -> Any:
+            if name == "retrieve":
+                raise OSError("disk gone")
+            return getattr(shard, name)
+
+    store._shards[0] = FailingReads()
+    seen = codec.seen_point(memory(seen_count=5))
+    with pytest.raises(StoreUnavailable, match="disk gone"):
+        await store.apply_points(0, [seen], changelog_offset=2)
+    store._shards[0] = shard
+    assert await store.changelog_position(0) == 1
