@@ -184,12 +184,18 @@ class BrokerPublisher:
             assert record.partition is not None
             topic, partition = target = (record.topic, record.partition)
             batch, members = open_batches.get(target) or (producer.create_batch(), [])
-            fields = {"key": record.key, "value": record.value, "timestamp": None}
-            if batch.append(**fields, headers=headers(record)) is None:  # full
+            own_headers = headers(record)
+            for attempt in range(2):
+                appended = batch.append(
+                    key=record.key, value=record.value, timestamp=None, headers=own_headers
+                )
+                if appended is not None:
+                    break
+                if attempt:
+                    raise PublishFailed(f"a record of {len(record.value)} bytes fits no batch")
+                # Full: send it and start the next one.
                 sent.append((await send(batch, topic, partition), members))
                 batch, members = producer.create_batch(), []
-                if batch.append(**fields, headers=headers(record)) is None:
-                    raise PublishFailed(f"a record of {len(record.value)} bytes fits no batch")
             members.append(index)
             open_batches[target] = (batch, members)
         for (topic, partition), (batch, members) in open_batches.items():
