@@ -560,10 +560,12 @@ def _sort_out(candidates: Sequence[Candidate], prior: dict[str, DecisionRecord])
         event_id = candidate.event.event_id
         earlier = prior.get(event_id)
         if earlier is not None:
-            fingerprint = (candidate.event.tenant_id, candidate.event.namespace)
-            if (earlier.tenant_id, earlier.namespace) != fingerprint or (
-                earlier.content_hash != candidate.content_hash
-            ):
+            fingerprint = (
+                candidate.event.tenant_id,
+                candidate.event.namespace,
+                candidate.content_hash,
+            )
+            if (earlier.tenant_id, earlier.namespace, earlier.content_hash) != fingerprint:
                 result.conflicts.append(candidate)
             else:
                 result.replays.append((candidate, earlier))

@@ -71,6 +71,14 @@ def memory_payload(memory: MemoryRecord) -> dict[str, Any]:
             {"event_id": s.event_id, "memory_id": s.memory_id} for s in memory.merged_from
         ],
         "supersedes": list(memory.supersedes),
+        **seen_fields(memory),
+    }
+
+
+def seen_fields(memory: MemoryRecord) -> dict[str, Any]:
+    """The payload fields a skip changes (`SEEN_FIELDS`), as a memory's payload and
+    a seen update both carry them."""
+    return {
         "seen_count": memory.seen_count,
         "first_seen_at": (memory.first_seen_at or memory.created_at).isoformat(),
         "last_seen_at": (memory.last_seen_at or memory.updated_at).isoformat(),
@@ -297,8 +305,7 @@ def seen_point_id(memory_id: str) -> str:
 
 
 def seen_point(memory: MemoryRecord) -> RawPoint:
-    """The memory's seen count and times, as a skip left them (the values
-    `memory_payload` writes for them)."""
+    """The memory's seen count and times, as a skip left them."""
     return RawPoint(
         seen_point_id(memory.memory_id),
         [],
@@ -307,9 +314,7 @@ def seen_point(memory: MemoryRecord) -> RawPoint:
             TENANT_FIELD: memory.tenant_id,
             NAMESPACE_FIELD: memory.namespace,
             "memory_id": memory.memory_id,
-            "seen_count": memory.seen_count,
-            "first_seen_at": (memory.first_seen_at or memory.created_at).isoformat(),
-            "last_seen_at": (memory.last_seen_at or memory.updated_at).isoformat(),
+            **seen_fields(memory),
         },
     )
 

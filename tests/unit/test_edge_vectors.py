@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from consumer.app import lowest_band
+from consumer.engine.dedup import DedupEngine
 from consumer.engine.models import MemoryRecord, Scope, SimilarityQuery
 from consumer.engine.thresholds import Bands, ThresholdPolicy
 from consumer.store.edge import EdgeMemoryStore
@@ -83,15 +84,9 @@ def test_lowest_band_covers_every_namespace() -> None:
 async def test_a_merge_keeps_the_target_vector_when_search_omits_vectors(
     make_engine: EngineFactory, embedder: FakeEmbedder, store: EdgeMemoryStore
 ) -> None:
-    store.full_results_from(lowest_band(ThresholdPolicy(default=DEFAULT_BANDS)))
-    engine = make_engine()
-    base = "The user prefers dark mode"
     close = "The user prefers a dark theme in the editor"
-    embedder.set(base, base_vector())
     embedder.set(close, unit_vector(0.85, axis=2))
-    first = await engine.decide(0, [make_candidate(event_id="e1", content=base, offset=0)])
-    await store.write(0, list(first.writes.values()), [])
-    engine.commit(first)
+    engine = await engine_with_a_stored_memory(make_engine, embedder, store)
     plan = await engine.decide(0, [make_candidate(event_id="e2", content=close, offset=1)])
     [outcome] = plan.outcomes
     assert outcome.decision is Decision.MERGED
@@ -104,14 +99,9 @@ async def test_a_merge_keeps_the_target_vector_when_search_omits_vectors(
 async def test_a_new_text_reports_the_score_of_a_match_that_was_never_read(
     make_engine: EngineFactory, embedder: FakeEmbedder, store: EdgeMemoryStore
 ) -> None:
-    store.full_results_from(lowest_band(ThresholdPolicy(default=DEFAULT_BANDS)))
-    engine = make_engine()
-    base, other = "The user prefers dark mode", "The user's sister lives in Lisbon"
-    embedder.set(base, base_vector())
+    other = "The user's sister lives in Lisbon"
     embedder.set(other, unit_vector(0.4, axis=2))
-    first = await engine.decide(0, [make_candidate(event_id="e1", content=base, offset=0)])
-    await store.write(0, list(first.writes.values()), [])
-    engine.commit(first)
+    engine = await engine_with_a_stored_memory(make_engine, embedder, store)
 
     plan = await engine.decide(0, [make_candidate(event_id="e2", content=other, offset=1)])
     [outcome] = plan.outcomes
@@ -120,3 +110,18 @@ async def test_a_new_text_reports_the_score_of_a_match_that_was_never_read(
     assert semantic.hit is False
     assert semantic.score is not None
     assert abs(semantic.score - 0.4) < 1e-4
+
+
+async def engine_with_a_stored_memory(
+    make_engine: EngineFactory, embedder: FakeEmbedder, store: EdgeMemoryStore
+) -> DedupEngine:
+    """An engine over a store that reads full results only from the lowest band
+    (as the service sets it), holding "The user prefers dark mode" (base vector)."""
+    store.full_results_from(lowest_band(ThresholdPolicy(default=DEFAULT_BANDS)))
+    engine = make_engine()
+    base = "The user prefers dark mode"
+    embedder.set(base, base_vector())
+    first = await engine.decide(0, [make_candidate(event_id="e1", content=base, offset=0)])
+    await store.write(0, list(first.writes.values()), [])
+    engine.commit(first)
+    return engine
