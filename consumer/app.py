@@ -8,6 +8,7 @@ made exact-once in effect by the decision records.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import secrets
 import time
@@ -17,23 +18,25 @@ from functools import partial
 from typing import Any, TypeVar
 
 import structlog
-from aiokafka import AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
-from aiokafka.errors import KafkaError
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.errors import IllegalStateError, KafkaError
 from faststream import AckPolicy, FastStream
 from faststream.exceptions import IncorrectState as FastStreamIncorrectState
 from faststream.kafka import KafkaBroker
 from faststream.kafka.annotations import KafkaMessage
 
 from consumer.changelog import Changelog
+from consumer.chaos import StallSwitch
 from consumer.embedding import load_embedder
 from consumer.engine.dedup import DedupEngine
 from consumer.engine.merge import build_merger
 from consumer.engine.recent import RecentCache
 from consumer.engine.thresholds import Bands, ThresholdPolicy, lowest_band
 from consumer.engine.verifier import build_verifier
-from consumer.errors import PublishFailed, StoreUnavailable, TransientError
+from consumer.errors import PartitionsLost, PublishFailed, StoreUnavailable, TransientError
 from consumer.health import HealthServer
 from consumer.kafka_security import aiokafka_kwargs, faststream_security
+from consumer.membership import GroupMembership
 from consumer.metrics import ServiceMetrics, TimedEmbedder, component_of, hit_rate
 from consumer.partitioning import CachedDefaultPartitioner
 from consumer.pipeline import BatchProcessor, BatchSummary
@@ -44,7 +47,7 @@ from consumer.store.edge import EdgeMemoryStore
 from consumer.store.server import QdrantServerStore
 from consumer.topics import ensure_topics
 from consumer.tracing import tracing_middlewares
-from consumer.typing import Embedder, MemoryStore, OutgoingRecord
+from consumer.typing import Embedder, MembershipFence, MemoryStore, OutgoingRecord
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
@@ -318,7 +321,7 @@ class ConsumerService:
                     lambda: self._processor.process(records, partition_count=partition_count),
                     len(records),
                 )
-            except TransientError:
+            except (TransientError, PartitionsLost):
                 raise
             except Exception:
                 log.exception("batch_failed_unclassified", records=len(records))
@@ -340,7 +343,7 @@ class ConsumerService:
                         partial(self._processor.process, [record], partition_count=partition_count),
                         1,
                     )
-                except TransientError:
+                except (TransientError, PartitionsLost):
                     raise
                 except Exception as exc:
                     failure = exc
@@ -409,6 +412,8 @@ class Runtime:
     engine: DedupEngine | None = None
     health: HealthServer | None = None
     owned: dict[str, bool] = field(default_factory=dict)
+    # Bound to the group's consumer by its first batch; fences changelog appends.
+    membership: GroupMembership | None = None
 
 
 async def leave_undecoded(message: Any) -> None:
@@ -447,6 +452,10 @@ def create_app(
         store=store,
     )
     runtime.owned = {"embedder": embedder is None, "store": store is None}
+    runtime.membership = GroupMembership.for_group(
+        session_timeout_ms=kafka.session_timeout_ms,
+        rebalance_timeout_ms=kafka.effective_rebalance_timeout_ms,
+    )
 
     @broker.subscriber(
         settings.topics.input,
@@ -459,6 +468,7 @@ def create_app(
         session_timeout_ms=kafka.session_timeout_ms,
         heartbeat_interval_ms=kafka.heartbeat_interval_ms,
         max_poll_interval_ms=kafka.max_poll_interval_ms,
+        rebalance_timeout_ms=kafka.effective_rebalance_timeout_ms,
         fetch_max_wait_ms=kafka.fetch_max_wait_ms,
         listener=PartitionHandover(runtime),
         ack_policy=AckPolicy.MANUAL,
@@ -485,9 +495,17 @@ def create_app(
             first_offset=records[0].offset if records else None,
         )
         consumer: Any = message.consumer
+        if runtime.membership is not None and isinstance(consumer, AIOKafkaConsumer):
+            runtime.membership.bind(consumer)
         known = consumer.partitions_for_topic(settings.topics.input) if assigned else None
         try:
             summary = await service.handle(records, partition_count=len(known) if known else None)
+        except PartitionsLost as exc:
+            # Evicted mid-batch: the partitions' next owner decides these records.
+            log.warning("batch_abandoned", records=len(records), reason=str(exc))
+            with contextlib.suppress(IllegalStateError, KafkaError):
+                await message.nack()  # fails only if already unassigned: nothing to rewind
+            return
         except Exception:
             log.exception("batch_failed", records=len(records))
             # Nothing committed; rewind so the batch is fetched again after a pause.
@@ -565,11 +583,15 @@ def create_app(
         # Past the producer's own request timeout, a wait for acknowledgements is a hang.
         publisher = BrokerPublisher(broker, ack_timeout_s=kafka.request_timeout_ms / 1000 + 10)
         if uses_changelog(settings, runtime.store):
+            fence: MembershipFence | None = runtime.membership
+            if fence is not None and settings.chaos.stall_file is not None:
+                fence = StallSwitch(fence, stall_file=settings.chaos.stall_file)
             runtime.changelog = Changelog(
                 topic=settings.topics.changelog,
                 bootstrap_servers=kafka.bootstrap_servers,
                 publisher=publisher,
                 client_kwargs=aiokafka_kwargs(settings.security),
+                membership=fence,
             )
         processor = BatchProcessor(
             engine=engine,

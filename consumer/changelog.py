@@ -22,7 +22,7 @@ from consumer.errors import TransientError
 from consumer.offsets import exact_end_offsets
 from consumer.records import OutgoingRecord
 from consumer.store.codec import RawPoint
-from consumer.typing import MemoryStore, RecordPublisher
+from consumer.typing import MembershipFence, MemoryStore, RecordPublisher
 
 log = structlog.get_logger(__name__)
 
@@ -42,7 +42,11 @@ class Changelog:
         publisher: RecordPublisher,
         client_id: str = "memdedup-restore",
         client_kwargs: dict[str, Any] | None = None,
+        membership: MembershipFence | None = None,
     ) -> None:
+        """`membership`: asked before and after each append (consumer.membership),
+        so that a consumer its group has evicted neither appends nor goes on to
+        publish what the append covers."""
         self.topic = topic
         self._bootstrap_servers = bootstrap_servers
         self._publisher = publisher
@@ -50,9 +54,12 @@ class Changelog:
         # Connection security of the reader (consumer.kafka_security.aiokafka_kwargs).
         self._client_kwargs = dict(client_kwargs or {})
         self._reader: AIOKafkaConsumer | None = None
+        self._membership = membership
 
     async def append(self, partition: int, points: Sequence[RawPoint]) -> int | None:
-        """Publish points; returns the offset of the last one (None if no points)."""
+        """Publish points; returns the offset of the last one (None if no points).
+        Raises PartitionsLost if this consumer's group has evicted it: the points
+        may then be in the changelog, but nothing may be published on them."""
         if not points:
             return None
         records = [
@@ -61,7 +68,11 @@ class Changelog:
             )
             for p in points
         ]
+        if self._membership is not None:
+            await self._membership.ensure()
         offsets = await self._publisher.publish_all(records)
+        if self._membership is not None:
+            await self._membership.ensure()
         return max(offsets)
 
     async def _consumer(self) -> AIOKafkaConsumer:

@@ -16,3 +16,14 @@ class EmbedderUnavailable(TransientError):
 
 class PublishFailed(TransientError):
     """The broker did not acknowledge a record."""
+
+
+class PartitionsLost(Exception):
+    """The group no longer counts this consumer as a member of its current
+    generation: its partitions may belong to another consumer already, so nothing
+    of the batch in flight may be published. Neither retried nor dead-lettered:
+    the batch is left to the partitions' next owner."""
+
+
+class MembershipUnknown(TransientError):
+    """The group coordinator could not say whether this consumer is still a member."""

@@ -41,7 +41,12 @@ from prometheus_client import (
 )
 
 from consumer.changelog import ChangelogUnavailable
-from consumer.errors import EmbedderUnavailable, PublishFailed, StoreUnavailable
+from consumer.errors import (
+    EmbedderUnavailable,
+    MembershipUnknown,
+    PublishFailed,
+    StoreUnavailable,
+)
 from consumer.typing import Embedder, Vectors
 
 __all__ = [
@@ -107,7 +112,7 @@ def component_of(exc: BaseException) -> str:
         return "store"
     if isinstance(exc, EmbedderUnavailable):
         return "model"
-    if isinstance(exc, PublishFailed):
+    if isinstance(exc, PublishFailed | MembershipUnknown):
         return "broker"
     if isinstance(exc, ChangelogUnavailable):
         return "changelog"

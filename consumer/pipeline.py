@@ -400,8 +400,10 @@ class BatchProcessor:
                 for m in memories
             ]
             points.extend(decision_point(d, self._dimension) for d in decision_records)
-            changelog_offset = await self._changelog.append(partition, points)
+            # Behind from here: an append that fails part-way may have landed some
+            # points, which a retry then restores (and replays) rather than decides anew.
             self._shard_behind.add(partition)
+            changelog_offset = await self._changelog.append(partition, points)
             started = time.perf_counter()
             storing = self._store.apply_points(partition, points, changelog_offset=changelog_offset)
             if self._reconcile:

@@ -141,6 +141,11 @@ class KafkaSettings(BaseModel):
     session_timeout_ms: Annotated[int, Field(ge=500)] = 10_000
     heartbeat_interval_ms: Annotated[int, Field(ge=100)] = 3_000
     max_poll_interval_ms: Annotated[int, Field(ge=1_000)] = 300_000
+    # How long the group waits for a member to rejoin a rebalance. A member rejoins
+    # only after its in-flight batch is done, so a short wait (aiokafka's default is
+    # the session timeout) evicts busy members mid-batch. None: max_poll_interval_ms,
+    # as Kafka's Java consumer does.
+    rebalance_timeout_ms: Annotated[int, Field(ge=1_000)] | None = None
     # 1024: ~15% more duplicates/s than 256 on the benchmark (bench/README.md), steady
     # latency unchanged (a batch holds what has arrived, up to this).
     batch_max_records: Annotated[int, Field(ge=1, le=10_000)] = 1024
@@ -151,6 +156,10 @@ class KafkaSettings(BaseModel):
     # Off by default: the local broker rejects InitProducerId.
     enable_idempotence: bool = False
     request_timeout_ms: Annotated[int, Field(ge=1_000)] = 30_000
+
+    @property
+    def effective_rebalance_timeout_ms(self) -> int:
+        return self.rebalance_timeout_ms or self.max_poll_interval_ms
 
     @model_validator(mode="after")
     def _heartbeat_below_session(self) -> Self:
@@ -272,6 +281,9 @@ class ChaosSettings(BaseModel):
 
     # While this file exists, every vector-store call fails as an outage.
     store_outage_file: Path | None = None
+    # While this file exists, a consumer about to append to the changelog stalls
+    # its event loop (consumer.chaos), as a long pause would: the group evicts it.
+    stall_file: Path | None = None
 
 
 class HttpSettings(BaseModel):

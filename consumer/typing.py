@@ -107,6 +107,13 @@ class MemoryStore(Protocol):
     async def close(self) -> None: ...
 
 
+class MembershipFence(Protocol):
+    """Returns while this consumer still belongs to its group's current generation;
+    raises consumer.errors.PartitionsLost once it does not (consumer.membership)."""
+
+    async def ensure(self) -> None: ...
+
+
 class RecordPublisher(Protocol):
     """Publishes records and returns once the broker acknowledged all of them,
     with the offset each one got."""

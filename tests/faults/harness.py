@@ -239,7 +239,7 @@ def consumers(
 ) -> list[ConsumerProcess]:
     base = {
         **settings_env(settings),
-        "MEMDEDUP_LOG__LEVEL": "WARNING",
+        "MEMDEDUP_LOG__LEVEL": os.environ.get("FAULT_CONSUMER_LOG_LEVEL", "WARNING"),
         "MEMDEDUP_LOG__FORMAT": "json",
         "MEMDEDUP_HTTP__PORT": "0",
         "MEMDEDUP_EMBEDDING__ONNX_CACHE_DIR": str(log_dir.parent / "onnx-cache"),
@@ -305,13 +305,26 @@ def check_invariants(evidence: Evidence, dataset: Dataset) -> None:
     assert not missing, f"{len(missing)} events have no decision, e.g. {sorted(missing)[:3]}"
     assert evidence.dead_letters == 0
     for event_id, copies in evidence.decisions.items():
-        assert len(set(copies)) == 1, f"{event_id}: {len(set(copies))} different decisions emitted"
+        assert len(set(copies)) == 1, (
+            f"{event_id}: {len(set(copies))} different decisions emitted: {differences(copies)}"
+        )
     accepted_per_fact: Counter[tuple[str, str, int]] = Counter()
     for event_id in evidence.decisions:
         if evidence.first(event_id)["decision"] == "accepted":
             accepted_per_fact[dataset.fact_of[event_id]] += 1
     doubled = {fact: n for fact, n in accepted_per_fact.items() if n > 1}
     assert not doubled, f"facts with two accepted memories: {list(doubled.items())[:5]}"
+
+
+def differences(copies: list[bytes]) -> dict[str, list[Any]]:
+    """The fields in which the copies of one event's decision differ."""
+    decoded = [json.loads(copy) for copy in dict.fromkeys(copies)]
+    fields = sorted({key for copy in decoded for key in copy})
+    return {
+        key: [copy.get(key) for copy in decoded]
+        for key in fields
+        if len({json.dumps(copy.get(key), sort_keys=True) for copy in decoded}) > 1
+    }
 
 
 def conclude(label: str, evidence: Evidence, dataset: Dataset, memories: int) -> None:

@@ -228,6 +228,88 @@ async def test_rebalance_with_separate_data_directories(
     conclude("rebalance, separate dirs", evidence, dataset, memories)
 
 
+async def test_a_consumer_stalled_past_its_session_publishes_nothing_of_its_batch(
+    local_broker: Any, dataset: Dataset, tmp_path: Path
+) -> None:
+    """A consumer whose event loop stalls mid-batch (a long pause, a frozen VM) is
+    evicted, and the next owner restores the partitions and decides that batch.
+    When the stalled one wakes, its group fence stops it before the changelog
+    append: it neither shadows the new owner's points nor publishes a second,
+    different decision for the same events."""
+    settings = fault_settings(local_broker.bootstrap_servers, tmp_path / "unused")
+    await ensure_topics(settings)
+    stall = tmp_path / "stall"
+    stall.touch()
+    [stalled] = consumers(
+        1,
+        settings,
+        tmp_path,
+        {
+            "MEMDEDUP_QDRANT__PATH": str(tmp_path / "stalled"),
+            "MEMDEDUP_CHAOS__STALL_FILE": str(stall),
+        },
+    )
+    [taker] = consumers(1, settings, tmp_path, {"MEMDEDUP_QDRANT__PATH": str(tmp_path / "taker")})
+    stalled.name, taker.name = "stalled", "taker"
+    stalled_log = tmp_path / "stalled-1.log"
+    try:
+        await produce(settings, dataset.events)
+        stalled.start()
+        assert await wait_for_file(stall.with_name("stall.reached"), timeout_s=120)
+        taker.start()  # joins; the stalled member misses its session and is evicted
+        evidence = await wait_for_all(settings, dataset, timeout_s=420)
+        stall.unlink()  # it wakes with a batch decided but not yet appended
+        assert await wait_for_text(stalled_log, "batch_abandoned", timeout_s=60)
+        # Back in the group, it replays what the taker decided, if handed any of it.
+        evidence = await wait_for_all(settings, dataset, timeout_s=120, settle_s=10.0)
+    finally:
+        stop_all([stalled, taker])
+
+    fresh = EdgeMemoryStore(
+        root=tmp_path / "fresh", collection=settings.qdrant.collection, topic=settings.topics.input
+    )
+    await fresh.start(384)
+    changelog = Changelog(
+        topic=settings.topics.changelog,
+        bootstrap_servers=settings.kafka.bootstrap_servers,
+        publisher=_NoPublisher(),
+    )
+    try:
+        for partition in range(settings.topics.partitions):
+            await changelog.restore(partition, fresh)
+        memories = await fresh.count_memories()
+        stored = {}
+        for partition in range(settings.topics.partitions):
+            stored.update(await fresh.get_decisions(partition, sorted(dataset.event_ids)))
+    finally:
+        await changelog.close()
+        await fresh.close()
+    conclude("stalled past its session", evidence, dataset, memories)
+    assert "group_membership_lost" in stalled_log.read_text()
+    # The changelog's decisions are the published ones: no stale point shadows them.
+    published = {e: copies[0] for e, copies in evidence.decisions.items()}
+    assert stored.keys() == published.keys()
+    assert all(r.event_json.encode() == published[e] for e, r in stored.items())
+
+
+async def wait_for_file(path: Path, *, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.2)
+    return True
+
+
+async def wait_for_text(path: Path, text: str, *, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not (path.exists() and text in path.read_text(errors="replace")):
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.5)
+    return True
+
+
 async def test_sigterm_with_work_in_flight_emits_no_duplicates(
     local_broker: Any, dataset: Dataset, tmp_path: Path
 ) -> None:

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
+
 from consumer.app import ConsumerService
 from consumer.engine.dedup import DedupEngine
 from consumer.engine.recent import RecentCache
 from consumer.engine.thresholds import ThresholdPolicy
+from consumer.errors import PartitionsLost
 from consumer.pipeline import BatchProcessor
 from consumer.settings import RetrySettings, TopicSettings
 from consumer.store.edge import EdgeMemoryStore
@@ -83,3 +86,51 @@ async def test_poison_record_is_dead_lettered_and_the_rest_decided(
         if r.topic != TOPICS.dlq
     }
     assert decided == {"g1", "g2"}
+
+
+class EvictedEmbedder(FakeEmbedder):
+    """Stands for any step that learns mid-batch that the group evicted this consumer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        self.calls += 1
+        raise PartitionsLost("evicted (injected)")
+
+
+async def test_lost_partitions_are_neither_retried_nor_dead_lettered(
+    store: EdgeMemoryStore,
+) -> None:
+    """The batch belongs to the partitions' next owner: nothing is published, and
+    no record of it is mistaken for poison."""
+    embedder = EvictedEmbedder()
+    publisher = FakePublisher()
+    engine = DedupEngine(
+        store=store,
+        embedder=embedder,
+        policy=ThresholdPolicy(default=DEFAULT_BANDS),
+        recent=RecentCache(ttl_s=300, max_entries=100),
+    )
+    processor = BatchProcessor(
+        engine=engine,
+        store=store,
+        publisher=publisher,
+        topics=TOPICS,
+        model_id="fake",
+        max_event_bytes=4096,
+    )
+    retry = RetrySettings(initial_backoff_s=0.01, max_backoff_s=0.02, poison_max_attempts=3)
+    service = ConsumerService(
+        processor=processor, store=store, engine=engine, retry=retry, input_topic="in"
+    )
+    records = [
+        make_record(event_dict(event_id="g1", content="User bakes sourdough"), offset=0),
+        make_record(event_dict(event_id="g2", content="User sails on weekends"), offset=1),
+    ]
+    with pytest.raises(PartitionsLost):
+        await service.handle(records)
+    assert embedder.calls == 1
+    assert (service.poisoned, service.retries) == (0, 0)
+    assert publisher.published == []

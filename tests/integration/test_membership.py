@@ -1,0 +1,92 @@
+"""The group fence against the real broker: a member of the current generation is
+confirmed; one whose event loop stalled past its session, while another member
+joined, has been evicted."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiokafka import AIOKafkaConsumer
+
+from consumer.errors import PartitionsLost
+from consumer.membership import GroupMembership
+from consumer.settings import Settings
+from consumer.topics import ensure_topics
+from tests.integration.harness import make_settings
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+
+def group_consumer(settings: Settings) -> AIOKafkaConsumer:
+    return AIOKafkaConsumer(
+        settings.topics.input,
+        bootstrap_servers=settings.kafka.bootstrap_servers,
+        group_id=settings.kafka.group_id,
+        enable_auto_commit=False,
+        session_timeout_ms=1_500,
+        heartbeat_interval_ms=500,
+    )
+
+
+async def poll_until_assigned(consumer: AIOKafkaConsumer, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not consumer.assignment():
+        assert time.monotonic() < deadline, "never got a partition"
+        await consumer.getmany(timeout_ms=200)
+
+
+class OtherMember(threading.Thread):
+    """A second member on its own event loop, which the stall does not block."""
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(daemon=True)
+        self._settings = settings
+        self.stop = threading.Event()
+        self.assigned: set[int] = set()
+
+    def run(self) -> None:
+        asyncio.run(self._member())
+
+    async def _member(self) -> None:
+        consumer = group_consumer(self._settings)
+        await consumer.start()
+        try:
+            while not self.stop.is_set():
+                await consumer.getmany(timeout_ms=200)
+                self.assigned = {tp.partition for tp in consumer.assignment()}
+        finally:
+            await consumer.stop()
+
+
+async def test_a_member_is_confirmed_until_a_stall_past_its_session_evicts_it(
+    local_broker: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    await ensure_topics(settings)
+    consumer = group_consumer(settings)
+    await consumer.start()
+    other = OtherMember(settings)
+    try:
+        await poll_until_assigned(consumer)
+        membership = GroupMembership(lease_s=0.0)  # ask every time
+        membership.bind(consumer)
+        await membership.ensure()
+        await membership.ensure()
+        assert membership.confirmations == 2
+
+        other.start()  # joins while this loop is stalled and cannot rejoin
+        deadline = time.monotonic() + 30
+        while len(other.assigned) < settings.topics.partitions:
+            assert time.monotonic() < deadline, "the stalled member was never evicted"
+            time.sleep(0.2)  # the stall under test: blocks the loop, no heartbeat goes out
+        with pytest.raises(PartitionsLost):
+            await membership.ensure()
+    finally:
+        other.stop.set()
+        await consumer.stop()
+        other.join(10)
