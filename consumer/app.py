@@ -412,7 +412,8 @@ class Runtime:
     engine: DedupEngine | None = None
     health: HealthServer | None = None
     owned: dict[str, bool] = field(default_factory=dict)
-    # Bound to the group's consumer by its first batch; fences changelog appends.
+    # Bound to the group's consumer by its first batch; fences writes of shared
+    # state (changelog appends, a shared store's writes).
     membership: GroupMembership | None = None
 
 
@@ -503,6 +504,7 @@ def create_app(
         except PartitionsLost as exc:
             # Evicted mid-batch: the partitions' next owner decides these records.
             log.warning("batch_abandoned", records=len(records), reason=str(exc))
+            runtime.metrics.abandoned()
             with contextlib.suppress(IllegalStateError, KafkaError):
                 await message.nack()  # fails only if already unassigned: nothing to rewind
             return
@@ -606,6 +608,7 @@ def create_app(
             # A shared server can see two consumers' work overlap; a shard cannot.
             reconcile=runtime.changelog is None,
             compaction=settings.compaction,
+            membership=runtime.membership,
         )
         runtime.service = ConsumerService(
             processor=processor,

@@ -19,6 +19,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from consumer.errors import TransientError
+from consumer.membership import fenced
 from consumer.offsets import exact_end_offsets
 from consumer.records import OutgoingRecord
 from consumer.store.codec import RawPoint
@@ -68,11 +69,7 @@ class Changelog:
             )
             for p in points
         ]
-        if self._membership is not None:
-            await self._membership.ensure()
-        offsets = await self._publisher.publish_all(records)
-        if self._membership is not None:
-            await self._membership.ensure()
+        offsets = await fenced(self._membership, self._publisher.publish_all(records))
         return max(offsets)
 
     async def _consumer(self) -> AIOKafkaConsumer:

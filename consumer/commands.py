@@ -36,11 +36,12 @@ from consumer.engine.normalize import (
     normalize_content,
 )
 from consumer.engine.thresholds import Bands
+from consumer.membership import fenced
 from consumer.metrics import ServiceMetrics
 from consumer.records import OutgoingRecord
 from consumer.settings import TopicSettings
 from consumer.store import codec
-from consumer.typing import MemoryStore
+from consumer.typing import MembershipFence, MemoryStore
 from consumer.validation import ParsedCommand
 from schemas import (
     CommandResult,
@@ -122,8 +123,10 @@ class CommandProcessor:
         dimension: int = 0,
         metrics: ServiceMetrics | None = None,
         clock: Callable[[], datetime] = _utcnow,
+        membership: MembershipFence | None = None,
     ) -> None:
         self._metrics = metrics or ServiceMetrics()
+        self._membership = membership
         self._engine = engine
         self._store = store
         self._topics = topics
@@ -186,9 +189,12 @@ class CommandProcessor:
 
     async def persist(self, partition: int, points: list[codec.RawPoint]) -> None:
         """Changelog first, then the store (as the batch processor writes)."""
-        offset = None
-        if self._changelog is not None:
-            offset = await self._changelog.append(partition, points)
+        if self._changelog is None:
+            # A shared store: fenced here (a changelog fences its own appends).
+            write = self._store.apply_points(partition, points, changelog_offset=None)
+            await fenced(self._membership, write)
+            return
+        offset = await self._changelog.append(partition, points)
         await self._store.apply_points(partition, points, changelog_offset=offset)
 
     def _record(self, topic: str, item: ParsedCommand, body: str) -> OutgoingRecord:

@@ -24,7 +24,8 @@ until it rejoins or the rebalance timeout ends; `lease_s` stays well inside both
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 import structlog
 from aiokafka import AIOKafkaConsumer
@@ -32,8 +33,11 @@ from aiokafka import errors as kafka_errors
 from aiokafka.protocol.group import HeartbeatRequest
 
 from consumer.errors import MembershipUnknown, PartitionsLost
+from consumer.typing import MembershipFence
 
 log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
 
 # Answers that say it is not: evicted, behind a newer generation, or fenced by a
 # newer instance of the same static member (error 82, unnamed in aiokafka).
@@ -102,3 +106,20 @@ class GroupMembership:
             log.warning("group_membership_lost", error=error.__name__, generation=generation)
             raise PartitionsLost(f"the group coordinator answered {error.__name__}")
         raise MembershipUnknown(f"group coordinator answered {error.__name__}")
+
+
+async def fenced(fence: MembershipFence | None, write: Awaitable[T]) -> T:
+    """Run a write of shared state (a changelog append, a shared store's write)
+    between two membership checks: nothing is written by a consumer already
+    evicted, and nothing written is acted on by one evicted meanwhile."""
+    if fence is None:
+        return await write
+    try:
+        await fence.ensure()
+    except BaseException:
+        if hasattr(write, "close"):
+            write.close()  # a coroutine never started: no "never awaited" warning
+        raise
+    result = await write
+    await fence.ensure()
+    return result

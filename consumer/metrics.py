@@ -18,6 +18,8 @@ Where the service calls what:
   `ConsumerService._with_retries`; `set_backoff(False)` once the operation
   succeeds or gives up.
 - `poisoned()`: where `ConsumerService` counts a poison record.
+- `abandoned(records)`: in `consume_batch` when a batch is left to the partitions'
+  next owner because the group evicted this consumer (PartitionsLost).
 - `set_cache(len(recent), hit_rate(recent.hits, recent.misses))` after each batch.
 - `set_lag(partition, lag)` per partition of each batch; `clear_lag(partitions)`
   when partitions are revoked.
@@ -217,6 +219,12 @@ class ServiceMetrics:
             "Records dead-lettered as processing_error after repeated unclassified failures.",
             registry=r,
         )
+        self.abandoned_batches = Counter(
+            "memdedup_abandoned_batches",
+            "Batches left to the partitions' next owner: the group evicted this "
+            "consumer while the batch was in flight.",
+            registry=r,
+        )
         self.guard_vetoes = Counter(
             "memdedup_guard_vetoes",
             "Semantic matches vetoed by a guard, by guard.",
@@ -330,6 +338,9 @@ class ServiceMetrics:
 
     def poisoned(self, count: int = 1) -> None:
         self.poison_records.inc(count)
+
+    def abandoned(self) -> None:
+        self.abandoned_batches.inc()
 
     # -- state ---------------------------------------------------------------
 

@@ -32,13 +32,14 @@ from consumer.compaction.plan import local_judge
 from consumer.engine.dedup import DedupEngine, Lookahead
 from consumer.engine.models import BatchPlan, Candidate, DecisionRecord, Outcome
 from consumer.engine.normalize import decision_id_for
+from consumer.membership import fenced
 from consumer.metrics import ServiceMetrics
 from consumer.partitioning import canonical_partition
 from consumer.periodic import PeriodicCompaction
 from consumer.records import InputRecord, OutgoingRecord
 from consumer.settings import CompactionSettings, TopicSettings
 from consumer.store.codec import decision_point, memory_point, seen_point
-from consumer.typing import MemoryStore, RecordPublisher
+from consumer.typing import MembershipFence, MemoryStore, RecordPublisher
 from consumer.validation import ParsedCommand, Rejection, parse_record
 from schemas import (
     CheckName,
@@ -135,9 +136,11 @@ class BatchProcessor:
         metrics: ServiceMetrics | None = None,
         reconcile: bool = False,
         compaction: CompactionSettings | None = None,
+        membership: MembershipFence | None = None,
     ) -> None:
         """`reconcile`: re-check scopes after inserting, for a store shared by
-        consumers whose work may overlap (a Qdrant server)."""
+        consumers whose work may overlap (a Qdrant server). `membership` fences
+        writes to such a store (consumer.membership); a changelog fences its own."""
         self._reconcile = reconcile
         self._engine = engine
         self._store = store
@@ -146,6 +149,7 @@ class BatchProcessor:
         self._model_id = model_id
         self._max_event_bytes = max_event_bytes
         self._changelog = changelog
+        self._membership = membership
         # Partitions whose changelog holds points their shard may lack (a write
         # failed after the append): restored before they are processed again.
         self._shard_behind: set[int] = set()
@@ -164,6 +168,7 @@ class BatchProcessor:
             changelog=changelog,
             dimension=dimension,
             metrics=self._metrics,
+            membership=membership,
         )
         self._periodic = (
             PeriodicCompaction(
@@ -420,7 +425,7 @@ class BatchProcessor:
             self._shard_behind.discard(partition)
         else:
             started = time.perf_counter()
-            await self._store.write(partition, memories, decision_records)
+            await fenced(self._membership, self._store.write(partition, memories, decision_records))
         self._metrics.observe_store(time.perf_counter() - started)
         if self._reconcile:
             payloads.update(await self._resolve_races(partition, plan))

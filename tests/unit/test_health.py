@@ -11,7 +11,12 @@ from collections.abc import AsyncIterator
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from consumer.errors import EmbedderUnavailable, PublishFailed, StoreUnavailable
+from consumer.errors import (
+    EmbedderUnavailable,
+    MembershipUnknown,
+    PublishFailed,
+    StoreUnavailable,
+)
 from consumer.health import HealthServer, succeeds
 from consumer.metrics import ServiceMetrics, TimedEmbedder, component_of, hit_rate
 
@@ -91,6 +96,7 @@ async def test_metrics_exposes_every_metric_in_prometheus_format(
         "memdedup_store_seconds",
         "memdedup_backoff_active",
         "memdedup_poison_records",
+        "memdedup_abandoned_batches",
         "memdedup_degraded_decisions",
     ):
         assert name in families, name
@@ -125,6 +131,8 @@ async def test_metric_values_after_service_calls(
     metrics.retry(component_of(StoreUnavailable("down")))
     metrics.retry(component_of(StoreUnavailable("down")))
     metrics.retry(component_of(EmbedderUnavailable("oom")))
+    metrics.retry(component_of(MembershipUnknown("coordinator gone")))
+    metrics.abandoned()
     metrics.set_backoff(True)
     metrics.rerouted(2)
     metrics.poisoned()
@@ -161,6 +169,8 @@ async def test_metric_values_after_service_calls(
     assert s[("memdedup_backoff_active", ())] == 1
     assert s[("memdedup_rerouted_total", ())] == 2
     assert s[("memdedup_poison_records_total", ())] == 1
+    assert s[("memdedup_abandoned_batches_total", ())] == 1
+    assert s[("memdedup_transient_retries_total", (("component", "broker"),))] == 1
     assert s[("memdedup_guard_vetoes_total", (("guard", "numbers"),))] == 1
     assert s[("memdedup_degraded_decisions_total", ())] == 1
 

@@ -200,3 +200,38 @@ async def test_a_batch_whose_append_outlived_its_membership_publishes_no_decisio
     assert {record.topic for record in publisher.published} == {"t.changelog"}
     assert await store.get_decisions(0, ["e0", "e1"]) == {}
     assert await store.count_memories(partition=0) == 0
+
+
+@pytest.mark.parametrize(
+    ("answers", "written"),
+    [((False,), False), ((True, False), True)],
+    ids=["evicted-before-the-write", "evicted-during-the-write"],
+)
+async def test_writes_to_a_shared_store_are_fenced_too(
+    make_engine: EngineFactory,
+    store: EdgeMemoryStore,
+    embedder: FakeEmbedder,
+    answers: tuple[bool, ...],
+    written: bool,
+) -> None:
+    """Without a changelog (a Qdrant server shared by the group) the store write
+    itself is fenced: an evicted consumer writes nothing, and what it wrote while
+    its eviction went unnoticed is not published."""
+    publisher = CountingPublisher()
+    processor = BatchProcessor(
+        engine=make_engine(),
+        store=store,
+        publisher=publisher,
+        topics=TopicSettings(
+            accepted="t.accepted", merged="t.merged", skipped="t.skipped", dlq="t.dlq", create=False
+        ),
+        model_id=embedder.model_id,
+        max_event_bytes=4096,
+        reconcile=True,
+        membership=ScriptedFence(*answers),
+    )
+    records = [make_record(event_dict(event_id="e0", content="User keeps bees"), offset=0)]
+    with pytest.raises(PartitionsLost):
+        await processor.process(records)
+    assert publisher.published == []
+    assert (await store.count_memories(partition=0) == 1) is written
