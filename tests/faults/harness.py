@@ -239,6 +239,8 @@ def consumers(
 ) -> list[ConsumerProcess]:
     base = {
         **settings_env(settings),
+        # FAULT_CONSUMER_LOG_LEVEL=INFO keeps each batch's records in the consumers'
+        # logs (tmp_path/<name>-<start>.log) to trace a failure.
         "MEMDEDUP_LOG__LEVEL": os.environ.get("FAULT_CONSUMER_LOG_LEVEL", "WARNING"),
         "MEMDEDUP_LOG__FORMAT": "json",
         "MEMDEDUP_HTTP__PORT": "0",
