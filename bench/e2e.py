@@ -71,7 +71,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from consumer.localbroker import LocalBroker
-from consumer.settings import Settings, load_settings
+from consumer.settings import EmbeddingSettings, Settings, load_settings
 from consumer.topics import ensure_topics
 
 REPO = Path(__file__).resolve().parent.parent
@@ -894,7 +894,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=0, help="mixed events (20,000; quick 2,000)")
     parser.add_argument(
-        "--backend", choices=["torch", "onnx-int8", "onnx-fp32"], default="onnx-int8"
+        "--backend",
+        choices=["torch", "onnx-int8", "onnx-fp32"],
+        default=EmbeddingSettings().backend,
+        help="model backend (default: the service's default)",
     )
     parser.add_argument("--quick", action="store_true", help="small run (~1-2 min)")
     parser.add_argument("--json", type=Path, default=None, help="write results here")
