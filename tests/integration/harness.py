@@ -158,32 +158,42 @@ class Output:
 async def read_outputs(
     settings: Settings, *, at_least: int, timeout_s: float = 60.0, settle_s: float = 0.0
 ) -> list[Output]:
-    """Everything on the decision and DLQ topics, from the beginning."""
+    """Everything on the decision and DLQ topics, from the beginning: at least
+    `at_least` records (waiting up to `timeout_s` for them), then on to the end of
+    every partition as it stands (a count alone stops short when some events'
+    decisions were emitted more than once), then whatever comes within `settle_s`."""
     topics = settings.topics
+    names = [topics.accepted, topics.merged, topics.skipped, topics.dlq]
     consumer = AIOKafkaConsumer(
-        topics.accepted,
-        topics.merged,
-        topics.skipped,
-        topics.dlq,
+        *names,
         bootstrap_servers=settings.kafka.bootstrap_servers,
         auto_offset_reset="earliest",
         enable_auto_commit=False,
     )
     await consumer.start()
     outputs: list[Output] = []
+    read_to: dict[TopicPartition, int] = {}
+
+    async def read_some(timeout_ms: int) -> None:
+        for tp, records in (await consumer.getmany(timeout_ms=timeout_ms)).items():
+            outputs.extend(Output(r.topic, r.key, r.value, dict(r.headers or ())) for r in records)
+            if records:
+                read_to[tp] = records[-1].offset + 1
+
     deadline = time.monotonic() + timeout_s
     try:
         while time.monotonic() < deadline and len(outputs) < at_least:
-            for records in (await consumer.getmany(timeout_ms=300)).values():
-                outputs.extend(
-                    Output(r.topic, r.key, r.value, dict(r.headers or ())) for r in records
-                )
+            await read_some(300)
+        # Some brokers report the base offset of the last batch (plus one) as the
+        # end: reading that far delivers the whole batch all the same.
+        ends = await consumer.end_offsets(list(consumer.assignment()))
+        while time.monotonic() < deadline and any(
+            read_to.get(tp, 0) < end for tp, end in ends.items()
+        ):
+            await read_some(300)
         settle_until = time.monotonic() + settle_s
         while time.monotonic() < settle_until:
-            for records in (await consumer.getmany(timeout_ms=200)).values():
-                outputs.extend(
-                    Output(r.topic, r.key, r.value, dict(r.headers or ())) for r in records
-                )
+            await read_some(200)
     finally:
         await consumer.stop()
     return outputs
