@@ -374,3 +374,30 @@ async def wait_for_all(
     # late duplicates: a read cut short would report decided events as missing.
     outputs = await read_outputs(settings, at_least=len(outputs), timeout_s=60, settle_s=settle_s)
     return Evidence.of(len(dataset.events), outputs, settings)
+
+
+def consumer_warnings(log_dir: Path, *, per_file: int = 60) -> list[str]:
+    """What the consumer processes of a test logged at WARNING and above (their
+    structured JSON records and the Kafka client's own lines), newest last, without
+    the client's routine "rebalancing" heartbeat notes."""
+    found: list[str] = []
+    for path in sorted(log_dir.glob("*.log")):
+        kept = [
+            line
+            for line in path.read_text(errors="replace").splitlines()
+            if _is_warning(line) and "because it is rebalancing" not in line
+        ]
+        found.extend(f"{path.stem}: {line}" for line in kept[-per_file:])
+    return found
+
+
+def _is_warning(line: str) -> bool:
+    if line.startswith(("WARNING ", "ERROR ", "CRITICAL ")):
+        return True
+    if not line.startswith("{"):
+        return False
+    try:
+        level = json.loads(line).get("level")
+    except ValueError:
+        return False
+    return level in ("warning", "error", "critical")
