@@ -24,8 +24,9 @@ import pytest
 
 from consumer.changelog import Changelog
 from consumer.compact import load_state
+from consumer.engine.models import DecisionRecord
 from consumer.localbroker import LocalBroker, free_port
-from consumer.settings import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_MERGE_THRESHOLD
+from consumer.settings import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_MERGE_THRESHOLD, Settings
 from consumer.store.edge import EdgeMemoryStore
 from consumer.topic_reader import read_all
 from consumer.topics import ensure_topics
@@ -209,8 +210,17 @@ async def test_rebalance_with_separate_data_directories(
         stop_all(fleet)
 
     # The changelog holds the whole state: restore it into a fresh directory.
+    memories, _ = await restore_changelog(settings, tmp_path / "fresh", dataset)
+    conclude("rebalance, separate dirs", evidence, dataset, memories)
+
+
+async def restore_changelog(
+    settings: Settings, root: Path, dataset: Dataset
+) -> tuple[int, dict[str, DecisionRecord]]:
+    """Restore every partition's changelog into a fresh store under `root`: the
+    memories it holds, and its decision records of the dataset's events."""
     fresh = EdgeMemoryStore(
-        root=tmp_path / "fresh", collection=settings.qdrant.collection, topic=settings.topics.input
+        root=root, collection=settings.qdrant.collection, topic=settings.topics.input
     )
     await fresh.start(384)
     changelog = Changelog(
@@ -218,14 +228,15 @@ async def test_rebalance_with_separate_data_directories(
         bootstrap_servers=settings.kafka.bootstrap_servers,
         publisher=_NoPublisher(),
     )
+    stored: dict[str, DecisionRecord] = {}
     try:
         for partition in range(settings.topics.partitions):
             await changelog.restore(partition, fresh)
-        memories = await fresh.count_memories()
+            stored.update(await fresh.get_decisions(partition, sorted(dataset.event_ids)))
+        return await fresh.count_memories(), stored
     finally:
         await changelog.close()
         await fresh.close()
-    conclude("rebalance, separate dirs", evidence, dataset, memories)
 
 
 async def test_a_consumer_stalled_past_its_session_publishes_nothing_of_its_batch(
@@ -265,25 +276,7 @@ async def test_a_consumer_stalled_past_its_session_publishes_nothing_of_its_batc
     finally:
         stop_all([stalled, taker])
 
-    fresh = EdgeMemoryStore(
-        root=tmp_path / "fresh", collection=settings.qdrant.collection, topic=settings.topics.input
-    )
-    await fresh.start(384)
-    changelog = Changelog(
-        topic=settings.topics.changelog,
-        bootstrap_servers=settings.kafka.bootstrap_servers,
-        publisher=_NoPublisher(),
-    )
-    try:
-        for partition in range(settings.topics.partitions):
-            await changelog.restore(partition, fresh)
-        memories = await fresh.count_memories()
-        stored = {}
-        for partition in range(settings.topics.partitions):
-            stored.update(await fresh.get_decisions(partition, sorted(dataset.event_ids)))
-    finally:
-        await changelog.close()
-        await fresh.close()
+    memories, stored = await restore_changelog(settings, tmp_path / "fresh", dataset)
     conclude("stalled past its session", evidence, dataset, memories)
     assert "group_membership_lost" in stalled_log.read_text()
     # The changelog's decisions are the published ones: no stale point shadows them.

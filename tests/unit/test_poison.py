@@ -37,11 +37,9 @@ class BrittleEmbedder(FakeEmbedder):
         return await super().embed(texts)
 
 
-async def test_poison_record_is_dead_lettered_and_the_rest_decided(
-    store: EdgeMemoryStore,
-) -> None:
-    embedder = BrittleEmbedder()
-    publisher = FakePublisher()
+def service_with(
+    store: EdgeMemoryStore, embedder: FakeEmbedder, publisher: FakePublisher, retry: RetrySettings
+) -> ConsumerService:
     engine = DedupEngine(
         store=store,
         embedder=embedder,
@@ -56,10 +54,18 @@ async def test_poison_record_is_dead_lettered_and_the_rest_decided(
         model_id="fake",
         max_event_bytes=4096,
     )
-    retry = RetrySettings(initial_backoff_s=0.01, max_backoff_s=0.02, poison_max_attempts=3)
-    service = ConsumerService(
+    return ConsumerService(
         processor=processor, store=store, engine=engine, retry=retry, input_topic="in"
     )
+
+
+async def test_poison_record_is_dead_lettered_and_the_rest_decided(
+    store: EdgeMemoryStore,
+) -> None:
+    embedder = BrittleEmbedder()
+    publisher = FakePublisher()
+    retry = RetrySettings(initial_backoff_s=0.01, max_backoff_s=0.02, poison_max_attempts=3)
+    service = service_with(store, embedder, publisher, retry)
     records = [
         make_record(event_dict(event_id="g1", content="User bakes sourdough"), offset=0),
         make_record(event_dict(event_id="p1", content="tokenizer-bomb text"), offset=1),
@@ -107,24 +113,8 @@ async def test_lost_partitions_are_neither_retried_nor_dead_lettered(
     no record of it is mistaken for poison."""
     embedder = EvictedEmbedder()
     publisher = FakePublisher()
-    engine = DedupEngine(
-        store=store,
-        embedder=embedder,
-        policy=ThresholdPolicy(default=DEFAULT_BANDS),
-        recent=RecentCache(ttl_s=300, max_entries=100),
-    )
-    processor = BatchProcessor(
-        engine=engine,
-        store=store,
-        publisher=publisher,
-        topics=TOPICS,
-        model_id="fake",
-        max_event_bytes=4096,
-    )
     retry = RetrySettings(initial_backoff_s=0.01, max_backoff_s=0.02, poison_max_attempts=3)
-    service = ConsumerService(
-        processor=processor, store=store, engine=engine, retry=retry, input_topic="in"
-    )
+    service = service_with(store, embedder, publisher, retry)
     records = [
         make_record(event_dict(event_id="g1", content="User bakes sourdough"), offset=0),
         make_record(event_dict(event_id="g2", content="User sails on weekends"), offset=1),
