@@ -1,14 +1,15 @@
 """Is this consumer still a member of its group's current generation?
 
-The fence around changelog appends. A consumer the group has evicted (a stall
-longer than the session timeout, a rebalance it did not rejoin in time) keeps
-running its batch in flight, while the group hands its partitions to another
-consumer that restores the shard from the changelog and decides the same events
-again. Were the evicted one to append and publish after that restore, the same
+The fence around writes of state the group shares: changelog appends, and the
+writes of a store shared by the group (no changelog). A consumer the group has
+evicted (a stall longer than the session timeout, a rebalance it did not rejoin
+in time) keeps running its batch in flight, while the group hands its partitions
+to another consumer that restores the shard from the changelog and decides the
+same events again. Were the evicted one to append and publish after that restore, the same
 event would get two different decisions and its points would shadow the new
 owner's. Kafka fences such zombies only for transactional producers, which not
 every broker offers; this check asks the group coordinator instead, with a
-heartbeat of the consumer's own generation, around each append:
+heartbeat of the consumer's own generation, around each such write:
 
 - before it, unless a recent answer still covers it: an evicted consumer
   appends nothing;
