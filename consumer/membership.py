@@ -5,9 +5,9 @@ writes of a store shared by the group (no changelog). A consumer the group has
 evicted (a stall longer than the session timeout, a rebalance it did not rejoin
 in time) keeps running its batch in flight, while the group hands its partitions
 to another consumer that restores the shard from the changelog and decides the
-same events again. Were the evicted one to append and publish after that restore, the same
-event would get two different decisions and its points would shadow the new
-owner's. Kafka fences such zombies only for transactional producers, which not
+same events again. Were the evicted one to append and publish after that
+restore, the same event would get two different decisions and its points would
+shadow the new owner's. Kafka fences such zombies only for transactional producers, which not
 every broker offers; this check asks the group coordinator instead, with a
 heartbeat of the consumer's own generation, around each such write:
 
