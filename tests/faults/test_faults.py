@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ from tests.faults.harness import (
     stop_all,
     wait_for_all,
 )
-from tests.integration.harness import produce, read_outputs
+from tests.integration.harness import produce, read_outputs, wait_until
 
 pytestmark = [pytest.mark.faults, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -266,11 +266,13 @@ async def test_a_consumer_stalled_past_its_session_publishes_nothing_of_its_batc
     try:
         await produce(settings, dataset.events)
         stalled.start()
-        assert await wait_for_file(stall.with_name("stall.reached"), timeout_s=120)
+        assert await wait_until(file_shows(stall.with_name("stall.reached")), timeout_s=120)
         taker.start()  # joins; the stalled member misses its session and is evicted
         evidence = await wait_for_all(settings, dataset, timeout_s=420)
         stall.unlink()  # it wakes with a batch decided but not yet appended
-        assert await wait_for_text(stalled_log, "batch_abandoned", timeout_s=60)
+        assert await wait_until(
+            file_shows(stalled_log, "batch_abandoned"), timeout_s=60, interval_s=0.5
+        )
         # Back in the group, it replays what the taker decided, if handed any of it.
         evidence = await wait_for_all(settings, dataset, timeout_s=120, settle_s=10.0)
     finally:
@@ -285,22 +287,13 @@ async def test_a_consumer_stalled_past_its_session_publishes_nothing_of_its_batc
     assert all(r.event_json.encode() == published[e] for e, r in stored.items())
 
 
-async def wait_for_file(path: Path, *, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not path.exists():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.2)
-    return True
+def file_shows(path: Path, text: str = "") -> Callable[[], Awaitable[bool]]:
+    """A `wait_until` predicate: the file exists and holds `text`."""
 
+    async def shows() -> bool:
+        return path.exists() and text in path.read_text(errors="replace")
 
-async def wait_for_text(path: Path, text: str, *, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not (path.exists() and text in path.read_text(errors="replace")):
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.5)
-    return True
+    return shows
 
 
 async def test_sigterm_with_work_in_flight_emits_no_duplicates(

@@ -172,22 +172,39 @@ async def test_an_append_is_checked_again_after_it_lands() -> None:
     assert fence.calls == 2
 
 
+def processor_with(
+    make_engine: EngineFactory,
+    store: EdgeMemoryStore,
+    embedder: FakeEmbedder,
+    publisher: CountingPublisher,
+    **fencing: Any,
+) -> BatchProcessor:
+    """A batch processor whose writes are fenced as `fencing` says (a changelog
+    with its membership, or the membership of a shared store's writes)."""
+    return BatchProcessor(
+        engine=make_engine(),
+        store=store,
+        publisher=publisher,
+        topics=TopicSettings(
+            accepted="t.accepted", merged="t.merged", skipped="t.skipped", dlq="t.dlq", create=False
+        ),
+        model_id=embedder.model_id,
+        max_event_bytes=4096,
+        **fencing,
+    )
+
+
 async def test_a_batch_whose_append_outlived_its_membership_publishes_no_decision(
     make_engine: EngineFactory, store: EdgeMemoryStore, embedder: FakeEmbedder
 ) -> None:
     """Evicted while its changelog append was on the way: the points may be in the
     changelog, but no decision of the batch goes out and the shard stays as it was."""
     publisher = CountingPublisher()
-    topics = TopicSettings(
-        accepted="t.accepted", merged="t.merged", skipped="t.skipped", dlq="t.dlq", create=False
-    )
-    processor = BatchProcessor(
-        engine=make_engine(),
-        store=store,
-        publisher=publisher,
-        topics=topics,
-        model_id=embedder.model_id,
-        max_event_bytes=4096,
+    processor = processor_with(
+        make_engine,
+        store,
+        embedder,
+        publisher,
         changelog=changelog_with(ScriptedFence(True, False), publisher),
         dimension=DIMENSION,
     )
@@ -218,17 +235,8 @@ async def test_writes_to_a_shared_store_are_fenced_too(
     itself is fenced: an evicted consumer writes nothing, and what it wrote while
     its eviction went unnoticed is not published."""
     publisher = CountingPublisher()
-    processor = BatchProcessor(
-        engine=make_engine(),
-        store=store,
-        publisher=publisher,
-        topics=TopicSettings(
-            accepted="t.accepted", merged="t.merged", skipped="t.skipped", dlq="t.dlq", create=False
-        ),
-        model_id=embedder.model_id,
-        max_event_bytes=4096,
-        reconcile=True,
-        membership=ScriptedFence(*answers),
+    processor = processor_with(
+        make_engine, store, embedder, publisher, reconcile=True, membership=ScriptedFence(*answers)
     )
     records = [make_record(event_dict(event_id="e0", content="User keeps bees"), offset=0)]
     with pytest.raises(PartitionsLost):
