@@ -1,5 +1,5 @@
-"""Embedding backends. The model loads once at start-up and runs on one dedicated
-worker thread, so the event loop keeps serving heartbeats and publishes.
+"""Embedding backends. The model loads once at start-up and runs on worker threads
+of its own, so the event loop keeps serving heartbeats and publishes.
 
 - `SentenceTransformerEmbedder` (backend `torch`): sentence-transformers on torch.
 - `OnnxEmbedder` (backends `onnx-int8`, `onnx-fp32`): the same model exported to
@@ -147,7 +147,18 @@ def load_tokenizer(path: Path, max_length: int = MAX_SEQ_LENGTH) -> Tokenizer:
 
 class OnnxEmbedder:
     """all-MiniLM-L6-v2 on onnxruntime. `session` is an onnxruntime InferenceSession
-    (or anything with its `get_inputs()` and `run()`) returning token embeddings."""
+    (or anything with its `get_inputs()` and a thread-safe `run()`) returning token
+    embeddings.
+
+    A call's texts are sorted by length and cut into batches of `batch_size` (less
+    padding); `workers` threads run those batches side by side, each on one core
+    (the session runs single-threaded). Batches of a call and of later calls queue
+    in call order. One batch per core rather than every core on each batch: a core
+    taken by the event loop or the broker for a moment then delays one batch, not
+    every operator of every batch at a thread barrier. How texts fall into batches
+    depends only on the call's texts and `batch_size`, never on the worker count or
+    timing, so a quantised model (whose vectors depend on their batch) stays
+    deterministic."""
 
     def __init__(
         self,
@@ -157,14 +168,15 @@ class OnnxEmbedder:
         model_id: str,
         batch_size: int,
         dimension: int | None = None,
+        workers: int = 1,
     ) -> None:
         self._session = session
         self._tokenizer = tokenizer
         self._model_id = model_id
         self._batch_size = batch_size
         self._input_names = {item.name for item in session.get_inputs()}
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder")
-        self._dimension = dimension or int(self._encode(["dimension probe"]).shape[1])
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="embedder")
+        self._dimension = dimension or int(self._run_batch(["dimension probe"]).shape[1])
 
     @classmethod
     async def load(
@@ -177,7 +189,8 @@ class OnnxEmbedder:
         quantized: bool = True,
         threads: int = 0,
     ) -> OnnxEmbedder:
-        """Export (first run only, needs torch) and load off the event loop."""
+        """Export (first run only, needs torch) and load off the event loop.
+        `threads`: batches run at once (0: one per CPU this process may use)."""
 
         def build() -> OnnxEmbedder:
             # onnxruntime ships no type information.
@@ -192,23 +205,26 @@ class OnnxEmbedder:
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
             options.inter_op_num_threads = 1
-            if threads > 0:
-                options.intra_op_num_threads = threads
-            # Idle intra-op threads sleep instead of spinning: the event loop and the
-            # store share these cores between model calls.
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            # Each run on its calling worker thread alone: parallel across batches.
+            options.intra_op_num_threads = 1
             session = ort.InferenceSession(
                 str(model_file), options, providers=["CPUExecutionProvider"]
             )
             tokenizer = load_tokenizer(model_file.parent / TOKENIZER_FILE)
+            workers = threads or available_cpus()
             embedder = cls(
-                session=session, tokenizer=tokenizer, model_id=model_id, batch_size=batch_size
+                session=session,
+                tokenizer=tokenizer,
+                model_id=model_id,
+                batch_size=batch_size,
+                workers=workers,
             )
             log.info(
                 "model_loaded",
                 model=model_id,
                 backend="onnx-int8" if quantized else "onnx-fp32",
                 path=str(model_file),
+                workers=workers,
             )
             return embedder
 
@@ -222,40 +238,55 @@ class OnnxEmbedder:
     def dimension(self) -> int:
         return self._dimension
 
-    def _encode(self, texts: Sequence[str]) -> Vectors:
-        """Blocking: tokenise and run in batches of similar length (less padding),
-        then restore the input order."""
-        cleaned = [text.strip() for text in texts]
-        order = sorted(range(len(cleaned)), key=lambda i: len(cleaned[i]), reverse=True)
-        parts: list[Vectors] = []
-        for start in range(0, len(order), self._batch_size):
-            chunk = [cleaned[i] for i in order[start : start + self._batch_size]]
-            encodings = self._tokenizer.encode_batch(chunk)
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-            feed = {"input_ids": ids, "attention_mask": mask}
-            if "token_type_ids" in self._input_names:
-                feed["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
-            (tokens,) = self._session.run(["last_hidden_state"], feed)
-            parts.append(mean_pool_normalize(tokens, mask))
-        stacked = np.concatenate(parts, axis=0)
-        result: Vectors = np.empty_like(stacked)
-        result[np.asarray(order, dtype=np.int64)] = stacked
-        return result
+    def _run_batch(self, texts: Sequence[str]) -> Vectors:
+        """Blocking: tokenise one batch and run it."""
+        encodings = self._tokenizer.encode_batch(list(texts))
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feed["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
+        (tokens,) = self._session.run(["last_hidden_state"], feed)
+        return mean_pool_normalize(tokens, mask)
 
     async def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self._dimension), dtype=np.float32)
+        cleaned = [text.strip() for text in texts]
+        order = sorted(range(len(cleaned)), key=lambda i: len(cleaned[i]), reverse=True)
         loop = asyncio.get_running_loop()
-        try:
-            return await loop.run_in_executor(self._executor, self._encode, list(texts))
-        except (ValueError, TypeError):
-            raise
-        except Exception as exc:  # onnxruntime raises its own Exception subclasses
-            raise EmbedderUnavailable(f"embedding failed: {type(exc).__name__}") from exc
+        runs = [
+            loop.run_in_executor(
+                self._executor,
+                self._run_batch,
+                [cleaned[i] for i in order[start : start + self._batch_size]],
+            )
+            for start in range(0, len(order), self._batch_size)
+        ]
+        # Every batch's outcome is collected (none left unretrieved); the first
+        # failure is the call's.
+        outcomes = await asyncio.gather(*runs, return_exceptions=True)
+        failure = next((o for o in outcomes if isinstance(o, BaseException)), None)
+        if failure is not None:
+            if isinstance(failure, (ValueError, TypeError)) or not isinstance(failure, Exception):
+                raise failure
+            # onnxruntime raises its own Exception subclasses
+            raise EmbedderUnavailable(f"embedding failed: {type(failure).__name__}") from failure
+        stacked = np.concatenate([o for o in outcomes if not isinstance(o, BaseException)])
+        result: Vectors = np.empty_like(stacked)
+        result[np.asarray(order, dtype=np.int64)] = stacked
+        return result
 
     async def close(self) -> None:
         self._executor.shutdown(wait=True)
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity, not the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # platforms without affinity
+        return max(1, os.cpu_count() or 1)
 
 
 async def load_embedder(settings: EmbeddingSettings, *, data_dir: Path) -> Embedder:

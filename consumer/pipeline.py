@@ -309,16 +309,25 @@ class BatchProcessor:
             else:
                 by_partition.setdefault(record.partition, []).append(parsed)
 
+        # Largest partitions first: what is left once the model has embedded the
+        # batch's last text (deciding and writing the last partition, with the
+        # model idle) is then the smallest part of the batch.
+        order = sorted(
+            by_partition.keys() | commands.keys(),
+            key=lambda partition: (-len(by_partition.get(partition, ())), partition),
+        )
         # Each partition's reads and model call start while the partitions before it
-        # are decided and written (their shards are others), in partition order.
+        # are decided and written (their shards are others), in that order.
         ahead: dict[int, asyncio.Task[_Ahead]] = {}
         previous: asyncio.Task[_Ahead] | None = None
-        for partition in sorted(by_partition.keys() - self._shard_behind):
+        for partition in order:
+            if partition not in by_partition or partition in self._shard_behind:
+                continue
             previous = ahead[partition] = asyncio.ensure_future(
                 self._look_ahead(partition, by_partition[partition], after=previous)
             )
         try:
-            for partition in sorted(by_partition.keys() | commands.keys()):
+            for partition in order:
                 candidates = by_partition.get(partition, [])
                 emitted, conflicts = await self._process_partition(
                     partition, candidates, summary, ahead.pop(partition, None)

@@ -244,7 +244,8 @@ class EmbeddingSettings(BaseModel):
     backend: Literal["torch", "onnx-int8", "onnx-fp32"] = "onnx-fp32"
     # Where exported ONNX models are cached; empty: `models/` under the data directory.
     onnx_cache_dir: Path | None = None
-    onnx_threads: Annotated[int, Field(ge=0)] = 0  # 0: onnxruntime's default
+    # Model batches run at once, each on one thread (0: one per CPU available).
+    onnx_threads: Annotated[int, Field(ge=0)] = 0
 
 
 class RetrySettings(BaseModel):

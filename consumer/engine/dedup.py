@@ -163,6 +163,8 @@ class _BatchState:
     # float32 arrays of vector lists, by the list's id (the list is kept with it, so
     # an id reused by another list is never mistaken for it).
     arrays: dict[int, tuple[list[float], Any]] = field(default_factory=dict)
+    # new_in_scope's vectors as one matrix per scope, grown as memories are accepted.
+    scope_rows: dict[Scope, _ScopeRows] = field(default_factory=dict)
 
     def current(self, memory_id: str) -> MemoryRecord | None:
         return self.plan.writes.get(memory_id) or self.stored.get(memory_id)
@@ -181,6 +183,44 @@ class _BatchState:
         array = np.asarray(vector, dtype=np.float32)
         self.arrays[id(vector)] = (vector, array)
         return array
+
+    def scope_matrix(self, scope: Scope) -> Any:
+        """The current vectors of the memories accepted in `scope` so far in this
+        batch, one row each in new_in_scope's order. A row is refreshed when its
+        memory's vector was replaced since (a merge into it took a new text)."""
+        memory_ids = self.new_in_scope[scope]
+        rows = self.scope_rows.get(scope)
+        if rows is None:
+            rows = self.scope_rows[scope] = _ScopeRows()
+        writes = self.plan.writes
+        sources = rows.sources
+        for index, memory_id in enumerate(memory_ids):
+            vector = writes[memory_id].vector
+            assert vector is not None
+            if index == len(sources):
+                rows.append(vector, self.array_of(vector))
+            elif sources[index] is not vector:
+                sources[index] = vector
+                rows.matrix[index] = self.array_of(vector)
+        return rows.matrix[: len(memory_ids)]
+
+
+@dataclass(slots=True)
+class _ScopeRows:
+    """Rows of a matrix with spare capacity, and the vector list each row is of."""
+
+    sources: list[list[float]] = field(default_factory=list)
+    matrix: Any = None
+
+    def append(self, vector: list[float], row: Any) -> None:
+        count = len(self.sources)
+        if self.matrix is None or count == len(self.matrix):
+            grown = np.empty((max(16, 2 * count), len(row)), dtype=np.float32)
+            if self.matrix is not None:
+                grown[:count] = self.matrix
+            self.matrix = grown
+        self.matrix[count] = row
+        self.sources.append(vector)
 
 
 class DedupEngine:
@@ -580,13 +620,8 @@ class DedupEngine:
             scored[found.memory_id] = ScoredMemory(memory, found.score, found.memory_id)
         in_batch = state.new_in_scope.get(candidate.scope, [])
         if in_batch:
-            rows = []
-            for memory_id in in_batch:
-                vector = state.plan.writes[memory_id].vector
-                assert vector is not None
-                # The model's own rows: no list is converted back per candidate.
-                rows.append(state.array_of(vector))
-            scores = np.stack(rows) @ state.array_of(state.vectors[candidate.normalized])
+            query = state.array_of(state.vectors[candidate.normalized])
+            scores = state.scope_matrix(candidate.scope) @ query
             # As the store's search: below the lowest band only the best one counts
             # (for its score), so only it and those above become matches.
             wanted = set(np.flatnonzero(scores >= self._full_matches_from).tolist())

@@ -45,7 +45,13 @@ class FakeSession:
     """Token embeddings from a fixed table, context-free; padding rows are made
     large so any leak of padding into the mean shows."""
 
-    def __init__(self, *, with_token_types: bool = True, fail: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        with_token_types: bool = True,
+        fail: bool = False,
+        barrier: threading.Barrier | None = None,
+    ) -> None:
         rng = np.random.default_rng(7)
         self.table = rng.normal(size=(len(VOCAB), DIMENSION)).astype(np.float32)
         self.table[0] = 1000.0
@@ -53,6 +59,9 @@ class FakeSession:
         self.fail = fail
         self.feeds: list[dict[str, np.ndarray]] = []
         self.threads: set[str] = set()
+        # Set: each run waits there for as many others (runs that overlap).
+        self.barrier = barrier
+        self.fail_when: Any = None
 
     def get_inputs(self) -> list[_Input]:
         names = ["input_ids", "attention_mask"]
@@ -66,6 +75,10 @@ class FakeSession:
         assert outputs == ["last_hidden_state"]
         self.feeds.append(feed)
         self.threads.add(threading.current_thread().name)
+        if self.barrier is not None:
+            self.barrier.wait(timeout=5)
+        if self.fail_when is not None and self.fail_when(feed):
+            raise RuntimeError("session broke on this batch")
         return [self.table[feed["input_ids"]]]
 
 
@@ -76,12 +89,15 @@ def expected_vector(session: FakeSession, text: str) -> np.ndarray:
     return normalized
 
 
-def make(session: FakeSession, batch_size: int = 64, max_length: int = 16) -> OnnxEmbedder:
+def make(
+    session: FakeSession, batch_size: int = 64, max_length: int = 16, workers: int = 1
+) -> OnnxEmbedder:
     return OnnxEmbedder(
         session=session,
         tokenizer=tiny_tokenizer(max_length),
         model_id="fake/onnx",
         batch_size=batch_size,
+        workers=workers,
     )
 
 
@@ -164,6 +180,37 @@ async def test_runs_on_one_worker_thread_and_reports_dimension() -> None:
     assert threading.current_thread().name not in session.threads
     empty = await embedder.embed([])
     assert empty.shape == (0, DIMENSION)
+    await embedder.close()
+
+
+async def test_workers_run_batches_side_by_side_in_the_same_batches() -> None:
+    """Batches of one call run at once on several worker threads; the texts fall
+    into the same batches as with one worker, and come back in input order."""
+    texts = ["alpha beta gamma", "delta", "epsilon zeta eta theta alpha", "beta", "gamma delta"]
+    alone, side_by_side = FakeSession(), FakeSession()
+    one, three = make(alone, batch_size=2), make(side_by_side, batch_size=2, workers=3)
+    side_by_side.barrier = threading.Barrier(3)  # 5 texts, batches of 2: 3 batches at once
+    vectors = await three.embed(texts)
+    np.testing.assert_array_equal(vectors, await one.embed(texts))
+    expected = np.stack([expected_vector(side_by_side, text) for text in texts])
+    np.testing.assert_allclose(vectors, expected, atol=1e-5)
+    batches = {tuple(map(tuple, feed["input_ids"])) for feed in side_by_side.feeds[1:]}
+    assert batches == {tuple(map(tuple, feed["input_ids"])) for feed in alone.feeds[1:]}
+    assert len(side_by_side.threads - {"MainThread"}) == 3
+    await one.close()
+    await three.close()
+
+
+async def test_a_failed_batch_fails_the_call_and_later_calls_still_run() -> None:
+    session = FakeSession()
+    embedder = make(session, batch_size=1, workers=2)
+    # The batch holding "gamma" ([CLS] gamma [SEP]) fails; the others succeed.
+    session.fail_when = lambda feed: VOCAB["gamma"] in feed["input_ids"]
+    with pytest.raises(EmbedderUnavailable):
+        await embedder.embed(["alpha", "beta", "gamma", "delta"])
+    session.fail_when = None
+    vectors = await embedder.embed(["alpha", "gamma"])
+    np.testing.assert_allclose(vectors[1], expected_vector(session, "gamma"), atol=1e-5)
     await embedder.close()
 
 

@@ -129,6 +129,26 @@ async def test_replace_with_newer_keeps_id_and_stores_new_text_and_hash(
     assert (await stored(store, memory.memory_id)).seen_count == 4
 
 
+async def test_replaced_vector_is_the_one_later_events_of_the_batch_meet(
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: EdgeMemoryStore
+) -> None:
+    """In one batch: a memory accepted, then merged into with a newer text (its
+    vector becomes that text's), then a third text with the newer text's vector:
+    the third is measured against the memory as it now stands."""
+    engine = engine_with(make_engine, "replace_with_newer")
+    twin = "User wants a dark editor theme"
+    vectors.set(twin, unit_vector(0.85, axis=2))  # CLOSE's vector: 0.85 with BASE
+    first, merged, third = await run(
+        store, engine, cand("e1", BASE), cand("e2", CLOSE, 1), cand("e3", twin, 2)
+    )
+    assert first.decision is Decision.ACCEPTED
+    assert merged.decision is Decision.MERGED
+    assert merged.memory.memory_id == first.memory.memory_id
+    assert (third.decision, third.reason.value) == (Decision.SKIPPED, "semantic")
+    assert third.memory.memory_id == first.memory.memory_id
+    assert third.similarity == pytest.approx(1.0, abs=1e-5)
+
+
 # keep_higher_importance ----------------------------------------------------------------
 
 

@@ -402,11 +402,14 @@ async def test_semantic_duplicate_of_stored_memory(
     assert skipped.memory_id == decisions(publisher.published)[0].memory_id
 
 
-async def test_partitions_are_embedded_in_order_once_each(
+async def test_partitions_are_embedded_largest_first_once_each(
     processor: BatchProcessor, publisher: FakePublisher, embedder: FakeEmbedder
 ) -> None:
     """Each partition's model call starts while earlier partitions are decided
-    (looked ahead): one call per partition, in partition order, nothing twice."""
+    (looked ahead): one call per partition, nothing twice, the largest partitions
+    first (ties in partition order), so the part decided after the model's last
+    call is the smallest."""
+    sizes = {2: 4, 0: 2, 1: 2, 3: 1}
     batch = [
         rec(
             f"q{partition}-{i}",
@@ -415,14 +418,17 @@ async def test_partitions_are_embedded_in_order_once_each(
             partition=partition,
             tenant_id=f"t{partition}",
         )
-        for partition in (2, 0, 1)
-        for i in range(3)
+        for partition, size in sizes.items()
+        for i in range(size)
     ]
     summary = await processor.process(batch)
     assert summary.decisions == {"accepted": 9}
+    order = (2, 0, 1, 3)
     assert embedder.calls == [
-        [f"fact {i} kept on partition {partition}" for i in range(3)] for partition in (0, 1, 2)
+        [f"fact {i} kept on partition {partition}" for i in range(sizes[partition])]
+        for partition in order
     ]
+    # Without a changelog the batch's decisions go out at its end, by input position.
     assert [e.event_id for e in decisions(publisher.published)] == [
-        f"q{partition}-{i}" for partition in (0, 1, 2) for i in range(3)
+        f"q{partition}-{i}" for partition in sorted(sizes) for i in range(sizes[partition])
     ]
