@@ -59,6 +59,10 @@ log = structlog.get_logger(__name__)
 
 REROUTED_HEADER = "memdedup-rerouted-from"
 
+# Events of one partition decided and written together; a larger share of a batch
+# is decided in segments of this size (BatchProcessor.process).
+DECIDE_SEGMENT = 256
+
 
 @dataclass(slots=True)
 class BatchSummary:
@@ -310,31 +314,42 @@ class BatchProcessor:
                 by_partition.setdefault(record.partition, []).append(parsed)
 
         # Largest partitions first: what is left once the model has embedded the
-        # batch's last text (deciding and writing the last partition, with the
-        # model idle) is then the smallest part of the batch.
+        # batch's last text (deciding and writing the last part, with the model
+        # idle) is then the smallest part of the batch.
         order = sorted(
             by_partition.keys() | commands.keys(),
             key=lambda partition: (-len(by_partition.get(partition, ())), partition),
         )
-        # Each partition's reads and model call start while the partitions before it
-        # are decided and written (their shards are others), in that order.
+        # A large partition is decided in segments, each written before the next
+        # is decided (as if it came in smaller batches): the model embeds the next
+        # segment meanwhile instead of idling until the whole partition is written.
+        # (partition, segment, the partition's candidates before it)
+        segments: list[tuple[int, list[Candidate], list[Candidate]]] = []
+        for partition in order:
+            candidates = by_partition.get(partition, [])
+            for start in range(0, max(len(candidates), 1), DECIDE_SEGMENT):
+                part = candidates[start : start + DECIDE_SEGMENT]
+                segments.append((partition, part, candidates[:start]))
+        # Each segment's reads and model call start while the segments before it are
+        # decided and written (a segment of the same partition reads again once
+        # those before it are written), in that order.
         ahead: dict[int, asyncio.Task[_Ahead]] = {}
         previous: asyncio.Task[_Ahead] | None = None
-        for partition in order:
-            if partition not in by_partition or partition in self._shard_behind:
+        for index, (partition, part, earlier) in enumerate(segments):
+            if not part or partition in self._shard_behind:
                 continue
-            previous = ahead[partition] = asyncio.ensure_future(
-                self._look_ahead(partition, by_partition[partition], after=previous)
+            previous = ahead[index] = asyncio.ensure_future(
+                self._look_ahead(partition, part, earlier=earlier, after=previous)
             )
         try:
-            for partition in order:
-                candidates = by_partition.get(partition, [])
+            for index, (partition, part, earlier) in enumerate(segments):
                 emitted, conflicts = await self._process_partition(
-                    partition, candidates, summary, ahead.pop(partition, None)
+                    partition, part, summary, ahead.pop(index, None), reread=bool(earlier)
                 )
+                last_segment = index + 1 == len(segments) or segments[index + 1][0] != partition
                 # A batch's commands apply after its events: a review may name a
                 # decision taken in this very batch.
-                if partition in commands:
+                if last_segment and partition in commands:
                     applied = await self._commands.apply(partition, commands[partition])
                     summary.commands += len(commands[partition])
                     emitted.extend(applied)
@@ -360,14 +375,25 @@ class BatchProcessor:
         return summary
 
     async def _look_ahead(
-        self, partition: int, candidates: list[Candidate], *, after: asyncio.Task[_Ahead] | None
+        self,
+        partition: int,
+        candidates: list[Candidate],
+        *,
+        earlier: list[Candidate],
+        after: asyncio.Task[_Ahead] | None,
     ) -> _Ahead:
         if after is not None:
-            # The model serves calls in order: this partition's comes after the last.
+            # The model serves calls in order: this segment's comes after the last.
             await asyncio.wait([after])
         prior = await self._store.get_decisions(partition, _event_ids(candidates))
         sorted_out = _sort_out(candidates, prior)
-        return sorted_out, await self._engine.look_ahead(partition, sorted_out.fresh)
+        fresh = sorted_out.fresh
+        if earlier:
+            # Event ids met in an earlier segment will be replays or conflicts.
+            decided_first = {c.event.event_id for c in earlier}
+            fresh = [c for c in fresh if c.event.event_id not in decided_first]
+        lookahead = await self._engine.look_ahead(partition, fresh, earlier=earlier)
+        return sorted_out, lookahead
 
     async def _process_partition(
         self,
@@ -375,7 +401,11 @@ class BatchProcessor:
         candidates: list[Candidate],
         summary: BatchSummary,
         ahead_task: asyncio.Task[_Ahead] | None = None,
+        *,
+        reread: bool = False,
     ) -> tuple[list[tuple[int, int, OutgoingRecord]], list[tuple[Candidate, _Reason]]]:
+        """`reread`: segments of this partition were written since `ahead_task` read
+        its stored decisions (they may hold decisions of this segment's events)."""
         if partition in self._shard_behind and self._changelog is not None:
             await self._changelog.restore(partition, self._store)
             self._shard_behind.discard(partition)
@@ -383,7 +413,10 @@ class BatchProcessor:
         if not candidates:
             return [], []
         ahead = await _result_or_none(ahead_task)
-        if ahead is not None:
+        if ahead is not None and reread:
+            prior = await self._store.get_decisions(partition, _event_ids(candidates))
+            sorted_out, lookahead = _sort_out(candidates, prior), ahead[1]
+        elif ahead is not None:
             sorted_out, lookahead = ahead
         else:
             prior = await self._store.get_decisions(partition, _event_ids(candidates))

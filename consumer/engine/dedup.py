@@ -292,18 +292,33 @@ class DedupEngine:
     def guards_enabled(self) -> bool:
         return self._guards
 
-    async def look_ahead(self, partition: int, candidates: Sequence[Candidate]) -> Lookahead:
+    async def look_ahead(
+        self,
+        partition: int,
+        candidates: Sequence[Candidate],
+        *,
+        earlier: Sequence[Candidate] = (),
+    ) -> Lookahead:
         """Read what `decide` will read for these candidates and start embedding
         what it will embed, as far as can be told before the partitions decided
         first are committed (their recent-cache entries are of other scopes, so
         only an eviction can make `decide` want something else). The caller must
-        not write to the partition until `decide` has run."""
+        not write to the partition until `decide` has run.
+
+        `earlier`: candidates of this partition to be decided and written first.
+        The reads are then not kept (`decide` reads again, after those writes), and
+        texts that repeat theirs are not embedded (they will be recent repeats)."""
         cached = {c.scoped_hash: self._recent.peek(c.scoped_hash) for c in candidates}
         memory_ids = _lookup_ids(candidates, cached)
         started = time.perf_counter()
         stored = await self._store.get_memories(partition, sorted(memory_ids))
         read_ms = _elapsed_ms(started)
-        texts = _texts(self._needing_embedding(candidates, stored, cached))
+        needing = self._needing_embedding(candidates, stored, cached)
+        if earlier:
+            repeated = {c.scoped_hash for c in earlier}
+            needing = [c for c in needing if c.scoped_hash not in repeated]
+            memory_ids, stored = set(), {}
+        texts = _texts(needing)
         vectors = asyncio.ensure_future(self._embedder.embed(texts)) if texts else None
         return Lookahead(
             memory_ids=frozenset(memory_ids),
