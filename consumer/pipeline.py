@@ -59,9 +59,10 @@ log = structlog.get_logger(__name__)
 
 REROUTED_HEADER = "memdedup-rerouted-from"
 
-# Events of one partition decided and written together; a larger share of a batch
-# is decided in segments of this size (BatchProcessor.process).
-DECIDE_SEGMENT = 256
+# Texts a partition's segment embeds at most: a partition with more new texts in a
+# batch is decided and written in segments, so the model embeds the next segment
+# meanwhile instead of idling until the whole partition is written.
+SEGMENT_TEXTS = 256
 
 
 @dataclass(slots=True)
@@ -314,42 +315,31 @@ class BatchProcessor:
                 by_partition.setdefault(record.partition, []).append(parsed)
 
         # Largest partitions first: what is left once the model has embedded the
-        # batch's last text (deciding and writing the last part, with the model
-        # idle) is then the smallest part of the batch.
+        # batch's last text (deciding and writing the last partition, with the
+        # model idle) is then the smallest part of the batch.
         order = sorted(
             by_partition.keys() | commands.keys(),
             key=lambda partition: (-len(by_partition.get(partition, ())), partition),
         )
-        # A large partition is decided in segments, each written before the next
-        # is decided (as if it came in smaller batches): the model embeds the next
-        # segment meanwhile instead of idling until the whole partition is written.
-        # (partition, segment, the partition's candidates before it)
-        segments: list[tuple[int, list[Candidate], list[Candidate]]] = []
-        for partition in order:
-            candidates = by_partition.get(partition, [])
-            for start in range(0, max(len(candidates), 1), DECIDE_SEGMENT):
-                part = candidates[start : start + DECIDE_SEGMENT]
-                segments.append((partition, part, candidates[:start]))
-        # Each segment's reads and model call start while the segments before it are
-        # decided and written (a segment of the same partition reads again once
-        # those before it are written), in that order.
+        # Each partition's reads and model call start while the partitions before it
+        # are decided and written (their shards are others), in that order.
         ahead: dict[int, asyncio.Task[_Ahead]] = {}
         previous: asyncio.Task[_Ahead] | None = None
-        for index, (partition, part, earlier) in enumerate(segments):
-            if not part or partition in self._shard_behind:
+        for partition in order:
+            if partition not in by_partition or partition in self._shard_behind:
                 continue
-            previous = ahead[index] = asyncio.ensure_future(
-                self._look_ahead(partition, part, earlier=earlier, after=previous)
+            previous = ahead[partition] = asyncio.ensure_future(
+                self._look_ahead(partition, by_partition[partition], after=previous)
             )
         try:
-            for index, (partition, part, earlier) in enumerate(segments):
+            for partition in order:
+                candidates = by_partition.get(partition, [])
                 emitted, conflicts = await self._process_partition(
-                    partition, part, summary, ahead.pop(index, None), reread=bool(earlier)
+                    partition, candidates, summary, ahead.pop(partition, None)
                 )
-                last_segment = index + 1 == len(segments) or segments[index + 1][0] != partition
                 # A batch's commands apply after its events: a review may name a
                 # decision taken in this very batch.
-                if last_segment and partition in commands:
+                if partition in commands:
                     applied = await self._commands.apply(partition, commands[partition])
                     summary.commands += len(commands[partition])
                     emitted.extend(applied)
@@ -375,25 +365,17 @@ class BatchProcessor:
         return summary
 
     async def _look_ahead(
-        self,
-        partition: int,
-        candidates: list[Candidate],
-        *,
-        earlier: list[Candidate],
-        after: asyncio.Task[_Ahead] | None,
+        self, partition: int, candidates: list[Candidate], *, after: asyncio.Task[_Ahead] | None
     ) -> _Ahead:
         if after is not None:
-            # The model serves calls in order: this segment's comes after the last.
+            # The model serves calls in order: this partition's comes after the last.
             await asyncio.wait([after])
         prior = await self._store.get_decisions(partition, _event_ids(candidates))
         sorted_out = _sort_out(candidates, prior)
-        fresh = sorted_out.fresh
-        if earlier:
-            # Event ids met in an earlier segment will be replays or conflicts.
-            decided_first = {c.event.event_id for c in earlier}
-            fresh = [c for c in fresh if c.event.event_id not in decided_first]
-        lookahead = await self._engine.look_ahead(partition, fresh, earlier=earlier)
-        return sorted_out, lookahead
+        segments = await self._engine.look_ahead_in_segments(
+            partition, sorted_out.fresh, texts_per_segment=SEGMENT_TEXTS
+        )
+        return sorted_out, segments
 
     async def _process_partition(
         self,
@@ -401,11 +383,7 @@ class BatchProcessor:
         candidates: list[Candidate],
         summary: BatchSummary,
         ahead_task: asyncio.Task[_Ahead] | None = None,
-        *,
-        reread: bool = False,
     ) -> tuple[list[tuple[int, int, OutgoingRecord]], list[tuple[Candidate, _Reason]]]:
-        """`reread`: segments of this partition were written since `ahead_task` read
-        its stored decisions (they may hold decisions of this segment's events)."""
         if partition in self._shard_behind and self._changelog is not None:
             await self._changelog.restore(partition, self._store)
             self._shard_behind.discard(partition)
@@ -413,16 +391,14 @@ class BatchProcessor:
         if not candidates:
             return [], []
         ahead = await _result_or_none(ahead_task)
-        if ahead is not None and reread:
-            prior = await self._store.get_decisions(partition, _event_ids(candidates))
-            sorted_out, lookahead = _sort_out(candidates, prior), ahead[1]
-        elif ahead is not None:
-            sorted_out, lookahead = ahead
+        segments: Sequence[tuple[list[Candidate], Lookahead | None]]
+        if ahead is not None:
+            sorted_out, segments = ahead
         else:
             prior = await self._store.get_decisions(partition, _event_ids(candidates))
-            sorted_out, lookahead = _sort_out(candidates, prior), None
+            sorted_out = _sort_out(candidates, prior)
+            segments = [(sorted_out.fresh, None)]
         emitted: list[tuple[int, int, OutgoingRecord]] = []
-        fresh, repeats = sorted_out.fresh, sorted_out.repeats
         conflicts = [(candidate, _conflict_reason(candidate)) for candidate in sorted_out.conflicts]
         for candidate, earlier in sorted_out.replays:
             summary.replayed += 1
@@ -434,9 +410,38 @@ class BatchProcessor:
                 decision=earlier.decision.value,
                 content_hash=candidate.content_hash,
             )
+        payloads: dict[str, tuple[Decision, bytes]] = {}
+        try:
+            for number, (fresh, lookahead) in enumerate(segments):
+                # The batch's repeats of its events go out with the last segment:
+                # their twins have been decided by then.
+                repeats = sorted_out.repeats if number == len(segments) - 1 else []
+                emitted = await self._decide_and_write(
+                    partition, fresh, lookahead, repeats, payloads, emitted, summary
+                )
+        finally:
+            # After a failure: the model calls of segments never decided.
+            _close_segments(segments)
+        summary.replayed += len(sorted_out.repeats)
+        return emitted, conflicts
 
+    async def _decide_and_write(
+        self,
+        partition: int,
+        fresh: list[Candidate],
+        lookahead: Lookahead | None,
+        repeats: list[Candidate],
+        payloads: dict[str, tuple[Decision, bytes]],
+        emitted: list[tuple[int, int, OutgoingRecord]],
+        summary: BatchSummary,
+    ) -> list[tuple[int, int, OutgoingRecord]]:
+        """Decide fresh candidates of a partition and store the plan; returns
+        `emitted` plus the decision records left for the batch to publish (with a
+        changelog they are published here, with the shard write). `payloads`
+        collects the decision payloads of the partition's segments."""
         plan = await self._engine.decide(partition, fresh, lookahead)
-        decision_records, payloads = self._decision_records(plan.outcomes)
+        decision_records, decided_payloads = self._decision_records(plan.outcomes)
+        payloads.update(decided_payloads)
         memories = list(plan.writes.values())
         if self._changelog is not None:
             # Changelog first: it is the source a restore trusts, so it must never
@@ -506,8 +511,7 @@ class BatchProcessor:
                 partition=partition,
                 offset=candidate.record.offset,
             )
-        summary.replayed += len(repeats)
-        return emitted, conflicts
+        return emitted
 
     def _decided_records(
         self,
@@ -599,7 +603,7 @@ class _SortedOut:
 
 # A partition's candidates sorted out against its stored decisions, and what
 # deciding its fresh ones reads and embeds.
-_Ahead = tuple[_SortedOut, Lookahead]
+_Ahead = tuple[_SortedOut, Sequence[tuple[list[Candidate], Lookahead | None]]]
 
 
 def _sort_out(candidates: Sequence[Candidate], prior: dict[str, DecisionRecord]) -> _SortedOut:
@@ -652,9 +656,15 @@ def _drop_ahead(task: asyncio.Task[_Ahead]) -> None:
 
     def close(done: asyncio.Task[_Ahead]) -> None:
         if not done.cancelled() and done.exception() is None:
-            done.result()[1].close()
+            _close_segments(done.result()[1])
 
     task.add_done_callback(close)
+
+
+def _close_segments(segments: Sequence[tuple[list[Candidate], Lookahead | None]]) -> None:
+    for _, lookahead in segments:
+        if lookahead is not None:
+            lookahead.close()
 
 
 async def _all_of(*operations: Awaitable[Any]) -> None:

@@ -292,41 +292,63 @@ class DedupEngine:
     def guards_enabled(self) -> bool:
         return self._guards
 
-    async def look_ahead(
-        self,
-        partition: int,
-        candidates: Sequence[Candidate],
-        *,
-        earlier: Sequence[Candidate] = (),
-    ) -> Lookahead:
+    async def look_ahead(self, partition: int, candidates: Sequence[Candidate]) -> Lookahead:
         """Read what `decide` will read for these candidates and start embedding
         what it will embed, as far as can be told before the partitions decided
         first are committed (their recent-cache entries are of other scopes, so
         only an eviction can make `decide` want something else). The caller must
-        not write to the partition until `decide` has run.
+        not write to the partition until `decide` has run."""
+        whole = max(1, len(candidates))
+        [(_, lookahead)] = await self.look_ahead_in_segments(
+            partition, candidates, texts_per_segment=whole
+        )
+        return lookahead
 
-        `earlier`: candidates of this partition to be decided and written first.
-        The reads are then not kept (`decide` reads again, after those writes), and
-        texts that repeat theirs are not embedded (they will be recent repeats)."""
+    async def look_ahead_in_segments(
+        self, partition: int, candidates: Sequence[Candidate], *, texts_per_segment: int
+    ) -> list[tuple[list[Candidate], Lookahead]]:
+        """`look_ahead` for candidates cut, in order, into segments with at most
+        `texts_per_segment` texts to embed each, to be decided and written one after
+        the other: the model embeds a segment while the one before it is decided and
+        written (one call per segment, all started now, in order). Candidates the
+        model is not needed for (stored, recent, repeated) do not count, so a batch
+        of repeats stays one segment. A later segment's reads are not kept (`decide`
+        reads again, after the earlier writes), and a text repeating an earlier
+        segment's is not embedded (it will be found stored)."""
         cached = {c.scoped_hash: self._recent.peek(c.scoped_hash) for c in candidates}
         memory_ids = _lookup_ids(candidates, cached)
         started = time.perf_counter()
         stored = await self._store.get_memories(partition, sorted(memory_ids))
         read_ms = _elapsed_ms(started)
-        needing = self._needing_embedding(candidates, stored, cached)
-        if earlier:
-            repeated = {c.scoped_hash for c in earlier}
-            needing = [c for c in needing if c.scoped_hash not in repeated]
-            memory_ids, stored = set(), {}
-        texts = _texts(needing)
-        vectors = asyncio.ensure_future(self._embedder.embed(texts)) if texts else None
-        return Lookahead(
-            memory_ids=frozenset(memory_ids),
-            stored=stored,
-            texts=texts,
-            vectors=vectors,
-            read_ms=read_ms,
-        )
+        cuts: list[tuple[list[Candidate], list[Candidate]]] = [([], [])]
+        seen: set[ScopedHash] = set()
+        for candidate in candidates:
+            key = candidate.scoped_hash
+            needs_model = not (
+                key in seen or candidate.memory_id in stored or cached.get(key) is not None
+            )
+            seen.add(key)
+            part, needing = cuts[-1]
+            if needs_model and len(needing) == texts_per_segment:
+                part, needing = [], []
+                cuts.append((part, needing))
+            part.append(candidate)
+            if needs_model:
+                needing.append(candidate)
+        segments: list[tuple[list[Candidate], Lookahead]] = []
+        for number, (part, needing) in enumerate(cuts):
+            texts = _texts(needing)
+            vectors = asyncio.ensure_future(self._embedder.embed(texts)) if texts else None
+            first = number == 0
+            lookahead = Lookahead(
+                memory_ids=frozenset(memory_ids if first else ()),
+                stored=stored if first else {},
+                texts=texts,
+                vectors=vectors,
+                read_ms=read_ms if first else 0.0,
+            )
+            segments.append((part, lookahead))
+        return segments
 
     async def decide(
         self,

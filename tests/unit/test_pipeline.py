@@ -355,45 +355,45 @@ async def test_a_partition_decided_in_segments_meets_what_earlier_segments_wrote
     embedder: FakeEmbedder,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Segments of two: each is written before the next is decided, and each
-    later segment's model call was started ahead, without the texts that repeat
-    an earlier segment's and without the event ids met there."""
-    monkeypatch.setattr(pipeline, "DECIDE_SEGMENT", 2)
+    """At most two new texts per segment: each segment is written before the next
+    is decided, and each segment's model call was started ahead, without texts
+    that repeat an earlier segment's."""
+    monkeypatch.setattr(pipeline, "SEGMENT_TEXTS", 2)
     tea = "The user drinks green tea every morning"
     batch = [
         rec("e1", BASE, 0),
         rec("e2", tea, 1),
-        rec("e3", BASE, 2),  # the same text as e1: found stored
-        rec("e1", BASE, 3),  # e1 again: its decision, replayed
+        rec("e3", BASE, 2),  # e1's text: no model call, so still the first segment
+        rec("e1", BASE, 3),  # e1 again: the same decision record
         rec("e2", f"Entirely different {SECRET}", 4),  # e2 with other content
-        rec("e4", CLOSE, 5),  # merged into e1's memory
+        rec("e4", CLOSE, 5),  # a third new text: the second segment
+        rec("e5", tea, 6),  # e2's text, now stored
     ]
     summary = await processor.process(batch)
-    assert summary.decisions == {"accepted": 2, "skipped": 1, "merged": 1}
+    assert summary.decisions == {"accepted": 2, "skipped": 2, "merged": 1}
     assert summary.replayed == 1
     assert summary.dead_letters == {"conflicting_event_id": 1}
     assert embedder.calls == [
         [normalize_content(BASE), normalize_content(tea)],
         [normalize_content(CLOSE)],
     ]
-    by_offset = {
-        int(r.headers["source_offset"]) if r.topic == TOPICS.dlq else None: r
-        for r in publisher.published
-    }
-    assert by_offset[4].headers["error_code"] == "conflicting_event_id"
     events = decisions(publisher.published)
     assert [(e.event_id, e.decision.value, e.reason.value) for e in events] == [
         ("e1", "accepted", "new"),
         ("e2", "accepted", "new"),
-        ("e3", "skipped", "exact"),
+        ("e3", "skipped", "recent"),
         ("e1", "accepted", "new"),
         ("e4", "merged", "semantic"),
+        ("e5", "skipped", "exact"),
     ]
-    first, replayed = (
-        r for r in publisher.published if r.topic == "t.accepted" and b'"e1"' in r.value
-    )
-    assert replayed.value == first.value
     assert events[4].memory_id == events[0].memory_id
+    accepted = [r.value for r in publisher.published if r.topic == "t.accepted"]
+    assert accepted == [accepted[0], accepted[1], accepted[0]]  # e1, e2, e1 again
+    [dead] = dead_letters(publisher.published)
+    assert (dead.headers["error_code"], dead.headers["source_offset"]) == (
+        "conflicting_event_id",
+        "4",
+    )
 
 
 async def test_publish_failure_raises_and_retry_emits_identical_decisions(
