@@ -372,7 +372,7 @@ class BatchProcessor:
             await asyncio.wait([after])
         prior = await self._store.get_decisions(partition, _event_ids(candidates))
         sorted_out = _sort_out(candidates, prior)
-        segments = await self._engine.look_ahead_in_segments(
+        segments = await self._engine.look_ahead(
             partition, sorted_out.fresh, texts_per_segment=SEGMENT_TEXTS
         )
         return sorted_out, segments

@@ -292,29 +292,29 @@ class DedupEngine:
     def guards_enabled(self) -> bool:
         return self._guards
 
-    async def look_ahead(self, partition: int, candidates: Sequence[Candidate]) -> Lookahead:
+    async def look_ahead(
+        self,
+        partition: int,
+        candidates: Sequence[Candidate],
+        *,
+        texts_per_segment: int | None = None,
+    ) -> list[tuple[list[Candidate], Lookahead]]:
         """Read what `decide` will read for these candidates and start embedding
         what it will embed, as far as can be told before the partitions decided
         first are committed (their recent-cache entries are of other scopes, so
         only an eviction can make `decide` want something else). The caller must
-        not write to the partition until `decide` has run."""
-        whole = max(1, len(candidates))
-        [(_, lookahead)] = await self.look_ahead_in_segments(
-            partition, candidates, texts_per_segment=whole
-        )
-        return lookahead
+        not write to the partition until `decide` has run.
 
-    async def look_ahead_in_segments(
-        self, partition: int, candidates: Sequence[Candidate], *, texts_per_segment: int
-    ) -> list[tuple[list[Candidate], Lookahead]]:
-        """`look_ahead` for candidates cut, in order, into segments with at most
-        `texts_per_segment` texts to embed each, to be decided and written one after
-        the other: the model embeds a segment while the one before it is decided and
-        written (one call per segment, all started now, in order). Candidates the
-        model is not needed for (stored, recent, repeated) do not count, so a batch
-        of repeats stays one segment. A later segment's reads are not kept (`decide`
-        reads again, after the earlier writes), and a text repeating an earlier
-        segment's is not embedded (it will be found stored)."""
+        The candidates are cut, in order, into segments with at most
+        `texts_per_segment` texts to embed each (None: one segment), to be decided
+        and written one after the other: the model embeds a segment while the one
+        before it is decided and written (one call per segment, all started now, in
+        order). Candidates the model is not needed for (stored, recent, repeated)
+        do not count, so a batch of repeats stays one segment. A later segment's
+        reads are not kept (`decide` reads again, after the earlier writes), and a
+        text repeating an earlier segment's is not embedded (it will be found
+        stored)."""
+        limit = texts_per_segment or max(1, len(candidates))
         cached = {c.scoped_hash: self._recent.peek(c.scoped_hash) for c in candidates}
         memory_ids = _lookup_ids(candidates, cached)
         started = time.perf_counter()
@@ -329,7 +329,7 @@ class DedupEngine:
             )
             seen.add(key)
             part, needing = cuts[-1]
-            if needs_model and len(needing) == texts_per_segment:
+            if needs_model and len(needing) == limit:
                 part, needing = [], []
                 cuts.append((part, needing))
             part.append(candidate)

@@ -477,7 +477,7 @@ async def test_a_lookahead_that_matches_is_used_instead_of_a_second_model_call(
         cand("a4", "User is allergic to peanuts", 4),
     ]
     embedder.calls.clear()
-    ahead = await engine.look_ahead(0, batch)
+    [(_, ahead)] = await engine.look_ahead(0, batch)
     assert ahead.texts == ["user keeps two cats", "user is allergic to peanuts"]
     plan = await engine.decide(0, batch, ahead)
     assert embedder.calls == [["user keeps two cats", "user is allergic to peanuts"]]
@@ -487,6 +487,35 @@ async def test_a_lookahead_that_matches_is_used_instead_of_a_second_model_call(
         (Decision.SKIPPED, DecisionReason.RECENT),
         (Decision.ACCEPTED, DecisionReason.NEW),
     ]
+
+
+async def test_lookahead_segments_count_only_texts_the_model_embeds(
+    engine: DedupEngine, embedder: FakeEmbedder, store: EdgeMemoryStore
+) -> None:
+    await decide_and_store(store, engine, cand("s1", "User plays the cello"))
+    batch = [
+        cand("a1", "User keeps two cats", 1),
+        cand("a2", "User plays the cello.", 2),  # stored: does not count
+        cand("a3", "User is allergic to peanuts", 3),
+        cand("a4", "User keeps two cats!", 4),  # a1's text: does not count
+        cand("a5", "User lives near the sea", 5),
+    ]
+    embedder.calls.clear()
+    (first, first_ahead), (second, second_ahead) = await engine.look_ahead(
+        0, batch, texts_per_segment=2
+    )
+    assert [c.event.event_id for c in first] == ["a1", "a2", "a3", "a4"]
+    assert [c.event.event_id for c in second] == ["a5"]
+    assert first_ahead.texts == ["user keeps two cats", "user is allergic to peanuts"]
+    assert second_ahead.texts == ["user lives near the sea"]
+    # One model call per segment, in order; the later segment reads again.
+    second_vectors = await second_ahead.vectors_for(second_ahead.texts)
+    assert second_vectors is not None
+    assert len(second_vectors) == 1
+    assert embedder.calls == [first_ahead.texts, second_ahead.texts]
+    assert first_ahead.memory_ids
+    assert not second_ahead.memory_ids
+    first_ahead.close()
 
 
 async def test_a_lookahead_that_no_longer_matches_is_dropped(
@@ -503,7 +532,7 @@ async def test_a_lookahead_that_no_longer_matches_is_dropped(
         cand("b2", "User rides a bright red bike", 2),  # recent, when looked ahead
         cand("b3", "User lives near the sea", 3),
     ]
-    ahead = await engine.look_ahead(0, batch)
+    [(_, ahead)] = await engine.look_ahead(0, batch)
     assert ahead.texts == ["user lives near the sea"]
     # Meanwhile another partition's commit evicts the recent entry (capacity 1).
     recent.put(("tenant-b", "prefs", "f" * 64), "elsewhere", 1)
