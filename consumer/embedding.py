@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import math
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -281,12 +282,47 @@ class OnnxEmbedder:
         self._executor.shutdown(wait=True)
 
 
-def available_cpus() -> int:
-    """CPUs this process may run on (its affinity, not the machine's count)."""
+CGROUP_ROOT: Final = Path("/sys/fs/cgroup")
+
+
+def available_cpus(cgroup_root: Path = CGROUP_ROOT) -> int:
+    """CPUs this process may use: its affinity, capped by a cgroup CPU quota (a
+    container limited to 2 CPUs on a 64-core host runs 2 model batches at once,
+    not 64)."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        count = len(os.sched_getaffinity(0))
     except AttributeError:  # platforms without affinity
-        return max(1, os.cpu_count() or 1)
+        count = os.cpu_count() or 1
+    quota = cgroup_cpu_quota(cgroup_root)
+    if quota is not None:
+        count = min(count, math.ceil(quota))
+    return max(1, count)
+
+
+def cgroup_cpu_quota(root: Path = CGROUP_ROOT) -> float | None:
+    """CPUs' worth of time the cgroup may use per period; None without a quota.
+    cgroup v2 `cpu.max` ("<quota> <period>" or "max <period>"), else v1
+    `cpu/cpu.cfs_quota_us` over `cpu/cpu.cfs_period_us` (-1: none)."""
+    try:
+        quota, period = (root / "cpu.max").read_text().split()[:2]
+    except (OSError, ValueError):
+        pass
+    else:
+        return None if quota == "max" else _ratio(quota, period)
+    try:
+        quota = (root / "cpu" / "cpu.cfs_quota_us").read_text()
+        period = (root / "cpu" / "cpu.cfs_period_us").read_text()
+    except OSError:
+        return None
+    return _ratio(quota, period)
+
+
+def _ratio(quota: str, period: str) -> float | None:
+    try:
+        share = int(quota) / int(period)
+    except (ValueError, ZeroDivisionError):
+        return None
+    return share if share > 0 else None
 
 
 async def load_embedder(settings: EmbeddingSettings, *, data_dir: Path) -> Embedder:

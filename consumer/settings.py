@@ -244,7 +244,8 @@ class EmbeddingSettings(BaseModel):
     backend: Literal["torch", "onnx-int8", "onnx-fp32"] = "onnx-fp32"
     # Where exported ONNX models are cached; empty: `models/` under the data directory.
     onnx_cache_dir: Path | None = None
-    # Model batches run at once, each on one thread (0: one per CPU available).
+    # Model batches run at once, each on one thread (0: one per CPU available,
+    # within a cgroup CPU quota).
     onnx_threads: Annotated[int, Field(ge=0)] = 0
 
 

@@ -15,7 +15,7 @@ from tokenizers.pre_tokenizers import Whitespace
 from tokenizers.processors import TemplateProcessing
 
 from consumer import onnx_export
-from consumer.embedding import OnnxEmbedder, mean_pool_normalize
+from consumer.embedding import OnnxEmbedder, available_cpus, cgroup_cpu_quota, mean_pool_normalize
 from consumer.errors import EmbedderUnavailable
 
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
@@ -302,3 +302,32 @@ def test_concurrent_callers_export_once(tmp_path: Path, monkeypatch: pytest.Monk
     assert len(results) == 3
     assert len(set(results)) == 1
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("files", "quota"),
+    [
+        ({"cpu.max": "200000 100000\n"}, 2.0),
+        ({"cpu.max": "150000 100000\n"}, 1.5),
+        ({"cpu.max": "max 100000\n"}, None),
+        ({"cpu/cpu.cfs_quota_us": "50000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 0.5),
+        ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),
+        ({"cpu.max": "garbage"}, None),
+        ({}, None),
+    ],
+    ids=["v2-two", "v2-one-and-a-half", "v2-none", "v1-half", "v1-none", "unreadable", "absent"],
+)
+def test_cgroup_cpu_quota(tmp_path: Path, files: dict[str, str], quota: float | None) -> None:
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert cgroup_cpu_quota(tmp_path) == quota
+
+
+def test_available_cpus_is_capped_by_the_quota_rounded_up(tmp_path: Path) -> None:
+    unlimited = available_cpus(tmp_path)
+    assert unlimited >= 1
+    (tmp_path / "cpu.max").write_text("50000 100000\n")
+    assert available_cpus(tmp_path) == 1  # half a CPU still runs one batch
+    (tmp_path / "cpu.max").write_text(f"{(unlimited + 3) * 100000} 100000\n")
+    assert available_cpus(tmp_path) == unlimited  # a quota above the affinity
