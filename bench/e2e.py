@@ -70,13 +70,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
+from consumer.embedding import available_cpus
 from consumer.localbroker import LocalBroker
 from consumer.settings import EmbeddingSettings, Settings, load_settings
 from consumer.topics import ensure_topics
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = Path(__file__).resolve()
-CPUS = len(os.sched_getaffinity(0))
+CPUS = available_cpus()
 TENANTS = [f"tenant-{i}" for i in range(10)]
 NAMESPACES = ["preferences", "biography", "work", "health", "travel"]
 SCOPES = [(t, n) for t in TENANTS for n in NAMESPACES]
