@@ -21,6 +21,8 @@ from schemas import DeadLetterHeaders, MemoryDecisionEvent
 from .helpers import DEFAULT_BANDS, FakeEmbedder, FakePublisher, event_dict, make_record
 
 TOPICS = TopicSettings(accepted="a", merged="m", skipped="s", dlq="d", create=False)
+# Short backoffs: the tests wait through every retry.
+QUICK_RETRY = RetrySettings(initial_backoff_s=0.01, max_backoff_s=0.02, poison_max_attempts=3)
 
 
 class BrittleEmbedder(FakeEmbedder):
@@ -64,8 +66,7 @@ async def test_poison_record_is_dead_lettered_and_the_rest_decided(
 ) -> None:
     embedder = BrittleEmbedder()
     publisher = FakePublisher()
-    retry = RetrySettings(initial_backoff_s=0.01, max_backoff_s=0.02, poison_max_attempts=3)
-    service = service_with(store, embedder, publisher, retry)
+    service = service_with(store, embedder, publisher, QUICK_RETRY)
     records = [
         make_record(event_dict(event_id="g1", content="User bakes sourdough"), offset=0),
         make_record(event_dict(event_id="p1", content="tokenizer-bomb text"), offset=1),
@@ -77,7 +78,7 @@ async def test_poison_record_is_dead_lettered_and_the_rest_decided(
     assert summary.decisions["accepted"] == 2
     assert service.poisoned == 1
     # One failure for the whole batch, then three for the record on its own.
-    assert embedder.failures == 1 + retry.poison_max_attempts
+    assert embedder.failures == 1 + QUICK_RETRY.poison_max_attempts
     dead = [r for r in publisher.published if r.topic == TOPICS.dlq]
     [letter] = dead
     assert letter.value == records[1].value
@@ -113,8 +114,7 @@ async def test_lost_partitions_are_neither_retried_nor_dead_lettered(
     no record of it is mistaken for poison."""
     embedder = EvictedEmbedder()
     publisher = FakePublisher()
-    retry = RetrySettings(initial_backoff_s=0.01, max_backoff_s=0.02, poison_max_attempts=3)
-    service = service_with(store, embedder, publisher, retry)
+    service = service_with(store, embedder, publisher, QUICK_RETRY)
     records = [
         make_record(event_dict(event_id="g1", content="User bakes sourdough"), offset=0),
         make_record(event_dict(event_id="g2", content="User sails on weekends"), offset=1),
