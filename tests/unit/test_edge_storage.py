@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import subprocess
 import sys
 from dataclasses import replace
@@ -73,15 +74,14 @@ def decision(event_id: str = "e9") -> DecisionRecord:
     )
 
 
-def reference_bytes(point: codec.RawPoint) -> bytes:
-    """The changelog encoding: one json.dumps of the document; a vector only for an
-    embedded memory."""
+def reference_document(point: codec.RawPoint) -> dict[str, Any]:
+    """The changelog record as one document; a vector only for an embedded memory."""
     document: dict[str, Any] = {"id": point.point_id}
     if point.payload["kind"] == codec.MEMORY_KIND:
         vector = base64.b64encode(np.asarray(point.vector, dtype="<f4").tobytes()).decode()
         document["vector"] = vector
     document["payload"] = point.payload
-    return json.dumps(document, separators=(",", ":")).encode()
+    return document
 
 
 @pytest.mark.parametrize(
@@ -94,8 +94,12 @@ def reference_bytes(point: codec.RawPoint) -> bytes:
         codec.plain_point("p-1", "command", {"outputs": [{"a": 1.5e-7, "b": None}]}, DIMENSION),
     ],
 )
-def test_changelog_bytes_are_those_of_one_json_dumps(point: codec.RawPoint) -> None:
-    assert point.to_bytes() == reference_bytes(point)
+def test_changelog_bytes_are_those_of_one_json_encoding(point: codec.RawPoint) -> None:
+    document = reference_document(point)
+    # Put together from parts, yet the bytes of the document encoded at once...
+    assert point.to_bytes() == codec.encode_json(document).encode()
+    # ...which the standard library reads as what it would have written itself.
+    assert json.loads(point.to_bytes()) == json.loads(json.dumps(document))
     assert point.to_bytes() == point.to_bytes()  # the cached payload JSON is the same
     again = codec.RawPoint.from_bytes(point.to_bytes())
     assert (again.point_id, again.payload) == (point.point_id, point.payload)
@@ -313,3 +317,14 @@ async def test_a_failed_read_before_seen_updates_is_the_store_being_down(
         await store.apply_points(0, [seen], changelog_offset=2)
     store._shards[0] = shard
     assert await store.changelog_position(0) == 1
+
+
+def test_payload_json_keeps_what_the_standard_library_reads_back() -> None:
+    payload = {"note": "naïve café", "ratio": 1.5e-7, "missing": float("nan"), "big": float("inf")}
+    encoded = codec.encode_json(payload)
+    assert "naïve café" in encoded  # UTF-8 text, not \\u escapes
+    decoded = json.loads(encoded)
+    assert decoded["note"] == payload["note"]
+    assert decoded["ratio"] == payload["ratio"]
+    assert math.isnan(decoded["missing"])
+    assert decoded["big"] == math.inf
