@@ -7,7 +7,6 @@ by `kind`, so that one upsert stores both atomically.
 from __future__ import annotations
 
 import base64
-import json
 import struct
 import uuid
 from dataclasses import dataclass, field
@@ -15,7 +14,7 @@ from datetime import datetime
 from typing import Any, Final
 
 import numpy as np
-from pydantic_core import to_json
+from pydantic_core import from_json, to_json
 
 from consumer.engine.models import DecisionRecord, MemoryRecord, MergeSource
 from consumer.engine.normalize import uuid5_text
@@ -193,6 +192,13 @@ def encode_json(value: Any) -> str:
     return to_json(value, inf_nan_mode="constants").decode()
 
 
+def decode_json(text: str | bytes) -> Any:
+    """What `encode_json` (or `json.dumps`) wrote; pydantic-core's parser, less
+    than half of `json.loads`' time on a payload, read for every point a batch
+    looks up."""
+    return from_json(text)
+
+
 @dataclass(frozen=True, slots=True)
 class RawPoint:
     """A point as stored and as carried by the changelog: no re-embedding needed.
@@ -229,7 +235,7 @@ class RawPoint:
     def from_bytes(cls, raw: bytes) -> RawPoint:
         """An empty vector: none of its own (stores write the placeholder). Records
         written before vectors were left out carry the placeholder."""
-        document = json.loads(raw)
+        document = decode_json(raw)
         packed = document.get("vector")
         if packed is None:
             return cls(document["id"], [], document["payload"])

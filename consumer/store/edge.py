@@ -9,7 +9,6 @@ consumer processes on one machine can share one data directory.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -87,10 +86,10 @@ def payload_of(stored: dict[str, Any] | None) -> dict[str, Any]:
     packed = stored.get(PAYLOAD_JSON_FIELD)
     if packed is None:
         return stored
-    payload: dict[str, Any] = json.loads(packed)
+    payload: dict[str, Any] = codec.decode_json(packed)
     seen = stored.get(SEEN_JSON_FIELD)
     if seen is not None:
-        payload = codec.fold_seen(payload, json.loads(seen))
+        payload = codec.fold_seen(payload, codec.decode_json(seen))
     return payload
 
 
