@@ -26,7 +26,7 @@ from consumer.engine.models import (
 )
 from consumer.engine.normalize import decision_id_for
 from consumer.store import codec, edge
-from consumer.store.edge import EdgeMemoryStore
+from consumer.store.edge import EdgeMemoryStore, stored_payload
 from schemas import Decision
 
 from .helpers import DIMENSION, FIXED_NOW, INPUT_TOPIC
@@ -110,7 +110,7 @@ def test_changelog_bytes_are_those_of_one_json_encoding(point: codec.RawPoint) -
         assert again.vector == []
 
 
-async def test_points_without_a_vector_of_their_own_are_stored_with_the_placeholder(
+async def test_points_without_a_vector_of_their_own_are_stored_without_one(
     store: EdgeMemoryStore,
 ) -> None:
     placeholder_bytes = base64.b64encode(
@@ -123,10 +123,45 @@ async def test_points_without_a_vector_of_their_own_are_stored_with_the_placehol
     legacy = codec.RawPoint.from_bytes(reference_bytes_with_vector(record))
     assert legacy.vector == codec.placeholder_vector(DIMENSION)
     await store.apply_points(0, [restored], changelog_offset=7)
+    # A record of an earlier version carries the placeholder: stored without it too.
+    other = decision("e10")
+    legacy_other = replace(
+        legacy, point_id=other.decision_id, payload=codec.decision_payload(other)
+    )
+    await store.apply_points(0, [legacy_other], changelog_offset=8)
 
-    found = await store.get_points(0, [record.point_id])
-    assert found[record.point_id].vector == codec.placeholder_vector(DIMENSION)
+    found = await store.get_points(0, [record.point_id, other.decision_id])
+    assert found[record.point_id].vector == []
+    assert found[other.decision_id].vector == []
     assert (await store.get_decisions(0, ["e9"]))["e9"] == decision()
+    assert (await store.get_decisions(0, ["e10"]))["e10"] == other
+    shard = store._shard(0)
+    raw = shard.retrieve(
+        [record.point_id, codec.meta_point_id(0)], with_payload=False, with_vector=True
+    )
+    assert [r.vector for r in raw] == [{}, {}]  # nothing stored in the vector storage
+
+
+async def test_a_shard_with_placeholder_vectors_of_earlier_versions_still_reads(
+    store: EdgeMemoryStore,
+) -> None:
+    """Decisions stored with the placeholder (before points without a vector of their
+    own were stored without one) read as before, next to memories found by search."""
+    record = decision()
+    point = codec.decision_point(record, DIMENSION)
+    store._shard(0).update(
+        UpdateOperation.upsert_points(
+            [Point(point.point_id, codec.placeholder_vector(DIMENSION), stored_payload(point))]
+        )
+    )
+    stored = memory()
+    await store.apply_points(0, [codec.memory_point(stored, DIMENSION)], changelog_offset=3)
+
+    assert (await store.get_decisions(0, ["e9"]))["e9"] == record
+    assert (await store.get_memories(0, [MEMORY_ID]))[MEMORY_ID] == stored
+    query = SimilarityQuery(stored.scope, list(stored.vector or []), 5)
+    (results,) = await store.search(0, [query])
+    assert [r.memory.memory_id for r in results] == [MEMORY_ID]
 
 
 def reference_bytes_with_vector(point: codec.RawPoint) -> bytes:
@@ -200,7 +235,7 @@ WRITE_AND_DIE = """
 import asyncio, os, sys
 from pathlib import Path
 from consumer.store import codec
-from consumer.store.edge import EdgeMemoryStore
+from consumer.store.edge import EdgeMemoryStore, stored_payload
 
 async def main() -> None:
     store = EdgeMemoryStore(root=Path(sys.argv[1]), collection="memories", topic=sys.argv[2])
