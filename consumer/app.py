@@ -89,9 +89,18 @@ class BrokerPublisher:
     fail the batch, which is then retried, rather than hold it, and with it the
     partitions a rebalance needs released, forever."""
 
-    def __init__(self, broker: KafkaBroker, *, ack_timeout_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        broker: KafkaBroker,
+        *,
+        ack_timeout_s: float = 60.0,
+        partitioner: CachedDefaultPartitioner | None = None,
+    ) -> None:
+        """`partitioner`: the broker's producer's; with it, keyed records without a
+        partition (decisions) join the record batches built here too."""
         self._broker = broker
         self._ack_timeout_s = ack_timeout_s
+        self._partitioner = partitioner
         self._correlation_ids = correlation_ids()
 
     async def publish_all(self, records: Sequence[OutgoingRecord]) -> list[int]:
@@ -149,8 +158,9 @@ class BrokerPublisher:
                 own = {"content-type": "", "correlation_id": new_id(), **own}
             return [(name, value.encode()) for name, value in own.items()]
 
-        if records and all(record.partition is not None for record in records):
-            return await self._send_batches(producer, records, headers)
+        partitions = await self._partitions(producer, records)
+        if partitions is not None:
+            return await self._send_batches(producer, records, partitions, headers)
         pending = [
             await producer.send(
                 record.topic,
@@ -163,16 +173,40 @@ class BrokerPublisher:
         ]
         return [metadata.offset for metadata in await asyncio.gather(*pending)]
 
+    async def _partitions(
+        self, producer: AIOKafkaProducer, records: Sequence[OutgoingRecord]
+    ) -> list[int] | None:
+        """Each record's partition: its own (the changelog's), else the one the
+        producer's partitioner picks from its key, as `send` would. None when a
+        record has neither a partition nor a key, or the partitioner is unknown."""
+        if not records:
+            return None
+        partitions: list[int] = []
+        topics: dict[str, list[int]] = {}
+        for record in records:
+            if record.partition is not None:
+                partitions.append(record.partition)
+                continue
+            if record.key is None or self._partitioner is None:
+                return None
+            every = topics.get(record.topic)
+            if every is None:
+                # The producer's own metadata, in its order (waits for it, as `send`).
+                every = topics[record.topic] = list(await producer.partitions_for(record.topic))
+            partitions.append(self._partitioner(record.key, every, every))
+        return partitions
+
     async def _send_batches(
         self,
         producer: AIOKafkaProducer,
         records: Sequence[OutgoingRecord],
+        partitions: Sequence[int],
         headers: Callable[[OutgoingRecord], list[tuple[str, bytes]]],
     ) -> list[int]:
-        """Records whose partitions are set (the changelog's), as record batches
-        built here: one future per batch instead of per record (~4 us a record
-        less). A partition's records keep their order; a record's offset is its
-        batch's base offset plus its place in the batch."""
+        """Records (to `partitions`) as record batches built here: one future per
+        batch instead of per record (~4 us a record less). A partition's records
+        keep their order; a record's offset is its batch's base offset plus its
+        place in the batch."""
 
         async def send(batch: Any, topic: str, partition: int) -> asyncio.Future[Any]:
             batch.close()  # nothing else joins it: offsets are counted from its base
@@ -183,9 +217,9 @@ class BrokerPublisher:
 
         open_batches: dict[tuple[str, int], tuple[Any, list[int]]] = {}
         sent: list[tuple[asyncio.Future[Any], list[int]]] = []
-        for index, record in enumerate(records):
-            assert record.partition is not None
-            topic, partition = target = (record.topic, record.partition)
+        for index, (record, partition) in enumerate(zip(records, partitions, strict=True)):
+            topic = record.topic
+            target = (topic, partition)
             batch, members = open_batches.get(target) or (producer.create_batch(), [])
             own_headers = headers(record)
             for attempt in range(2):
@@ -433,11 +467,12 @@ def create_app(
     """Build the consumer. `embedder` and `store` may be injected (tests); what is
     not injected is built from settings at start-up and closed at shutdown."""
     kafka = settings.kafka
+    partitioner = CachedDefaultPartitioner()
     broker = KafkaBroker(
         kafka.bootstrap_servers,
         client_id=kafka.client_id,
         acks="all",
-        partitioner=CachedDefaultPartitioner(),
+        partitioner=partitioner,
         enable_idempotence=kafka.enable_idempotence,
         request_timeout_ms=kafka.request_timeout_ms,
         graceful_timeout=settings.shutdown_timeout_s,
@@ -583,7 +618,9 @@ def create_app(
             verifier=build_verifier(settings.dedup),
         )
         # Past the producer's own request timeout, a wait for acknowledgements is a hang.
-        publisher = BrokerPublisher(broker, ack_timeout_s=kafka.request_timeout_ms / 1000 + 10)
+        publisher = BrokerPublisher(
+            broker, ack_timeout_s=kafka.request_timeout_ms / 1000 + 10, partitioner=partitioner
+        )
         if uses_changelog(settings, runtime.store):
             fence: MembershipFence | None = runtime.membership
             if fence is not None and settings.chaos.stall_file is not None:

@@ -1,5 +1,6 @@
-"""BrokerPublisher through the real broker: records with set partitions go out as
-record batches built by the publisher, and every record's offset is exact."""
+"""BrokerPublisher through the real broker: records with set partitions, and keyed
+records (to the partition the producer's partitioner picks), go out as record
+batches built by the publisher, and every record's offset is exact."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiokafka.partitioner import DefaultPartitioner
 from faststream.kafka import KafkaBroker
 
 from consumer.app import BrokerPublisher
+from consumer.partitioning import CachedDefaultPartitioner
 from consumer.records import OutgoingRecord
 from consumer.topic_reader import read_all
 from consumer.topics import ensure_topics
@@ -36,7 +39,7 @@ async def test_batched_records_get_the_offsets_they_are_stored_at(
         ]
         first = await publisher.publish_all(records[:25])
         second = await publisher.publish_all(records[25:])
-        # Keyed records (no partition set) still go one by one.
+        # Without the producer's partitioner, keyed records go one by one.
         keyed = await publisher.publish_all(
             [OutgoingRecord(settings.topics.accepted, b"key", b"keyed")]
         )
@@ -51,3 +54,48 @@ async def test_batched_records_get_the_offsets_they_are_stored_at(
     assert len(stored) == len(records)
     for record, offset in zip(records, first + second, strict=True):
         assert stored[(record.partition, offset)] == (record.key, record.value, [])
+
+
+async def test_keyed_records_are_batched_to_the_partitions_the_producer_would_pick(
+    local_broker: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    await ensure_topics(settings)
+    topic = settings.topics.accepted
+    broker = KafkaBroker(local_broker.bootstrap_servers, partitioner=CachedDefaultPartitioner())
+    await broker.connect()
+    sent_one_by_one: list[bytes] = []
+    try:
+        publisher = BrokerPublisher(broker, partitioner=CachedDefaultPartitioner())
+        producer = publisher._direct_producer()
+        assert producer is not None
+        send = producer.send
+
+        async def counting_send(*args: Any, **kwargs: Any) -> Any:
+            sent_one_by_one.append(kwargs["value"])
+            return await send(*args, **kwargs)
+
+        producer.send = counting_send  # type: ignore[method-assign]
+        count = len(await producer.partitions_for(topic))
+        assert count > 1
+        records = [
+            OutgoingRecord(topic, f"tenant-{i % 7}/prefs".encode(), f"decision-{i}".encode())
+            for i in range(30)
+        ]
+        offsets = await publisher.publish_all(records)
+        # A record with neither key nor partition still goes through `send`.
+        keyless = await publisher.publish_all([OutgoingRecord(topic, None, b"keyless")])
+    finally:
+        await broker.stop()
+    assert sent_one_by_one == [b"keyless"]
+    assert len(keyless) == 1
+
+    stored = {(r.partition, r.offset): r async for r in read_all(settings, [topic])}
+    partitions = list(range(count))
+    for record, offset in zip(records, offsets, strict=True):
+        assert record.key is not None
+        expected = DefaultPartitioner()(record.key, partitions, partitions)
+        found = stored[(expected, offset)]
+        assert (found.key, found.value) == (record.key, record.value)
+        # The headers the broker's own publish writes.
+        assert [name for name, _ in found.headers] == ["content-type", "correlation_id"]
