@@ -21,7 +21,7 @@ import structlog
 
 from consumer.changelog import Changelog
 from consumer.engine.dedup import DedupEngine
-from consumer.engine.merge import MergeFailed, MergeText, union
+from consumer.engine.merge import MergeFailed, MergeText, latest, union
 from consumer.engine.models import (
     DecisionRecord,
     MemoryRecord,
@@ -546,11 +546,13 @@ class CommandProcessor:
             importance=max(m.importance for m in everyone),
             topics=union(*(m.topics for m in everyone)),
             entities=union(*(m.entities for m in everyone)),
-            merged_event_ids=union(
-                keeper.merged_event_ids,
-                *([m.origin_event_id, *m.merged_event_ids] for m in members),
+            merged_event_ids=latest(
+                union(
+                    keeper.merged_event_ids,
+                    *([m.origin_event_id, *m.merged_event_ids] for m in members),
+                )
             ),
-            merged_from=merged_from,
+            merged_from=latest(merged_from),
             seen_count=sum(m.seen_count for m in everyone),
             first_seen_at=min(m.first_seen_at or m.created_at for m in everyone),
             last_seen_at=max(m.last_seen_at or m.updated_at for m in everyone),
@@ -600,7 +602,7 @@ class CommandProcessor:
                 merged,
                 content=content,
                 content_hash=new_hash,
-                supersedes=union(keeper.supersedes, [keeper.content_hash]),
+                supersedes=latest(union(keeper.supersedes, [keeper.content_hash])),
                 vector=vector,
             ),
             fallback,

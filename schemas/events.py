@@ -181,7 +181,8 @@ class StoredMemory(BaseModel):
     origin_event_id: str
     created_at: datetime
     updated_at: datetime
-    # Lineage (defaults describe memories stored before it existed).
+    # Lineage (defaults describe memories stored before it existed). Lineage lists
+    # (merged_event_ids, merged_from, supersedes) hold the latest 100 entries.
     merged_from: list[MergeSource] = empty_list()
     # Content hashes of texts this memory's text replaced (its id stays derived
     # from the first text's hash).

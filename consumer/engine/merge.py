@@ -13,6 +13,13 @@ bumps `seen_count`/`last_seen_at`; they differ in which text the memory keeps:
 A memory keeps its id when its text changes: the id stays derived from the hash
 of the first text, `content_hash` becomes the new text's hash and the replaced
 hash is appended to `supersedes`.
+
+Lineage lists keep their latest `LINEAGE_LIMIT` entries. Every merge writes the
+memory again (shard, changelog, and the decision event that carries it): lists that
+grew with every merge would make each merge of a popular memory cost more than the
+last and, past some 7,000 merges, outgrow Kafka's 1 MB record, stalling its
+partition. The whole history stays in the decision events (each merge names its
+memory) and in `seen_count`.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Final, Protocol, get_args
+from typing import TYPE_CHECKING, Final, Protocol, TypeVar, get_args
 
 import httpx
 
@@ -33,11 +40,15 @@ from schemas.events import MAX_CONTENT_CHARS, MergePolicy
 if TYPE_CHECKING:
     from consumer.settings import DedupSettings, MergerSettings
 
+T = TypeVar("T")
+
 MergePolicyName = MergePolicy
 MERGE_POLICIES: Final[tuple[str, ...]] = get_args(MergePolicyName)
 DEFAULT_MERGE_POLICY: Final[MergePolicyName] = "keep_existing"
 # Separator of two texts combined by keep_higher_importance on equal importance.
 COMBINE_SEPARATOR: Final = "; "
+# Entries kept per lineage list (merged_event_ids, merged_from, supersedes).
+LINEAGE_LIMIT: Final = 100
 
 
 class MergeFailed(Exception):
@@ -158,10 +169,12 @@ def fold(
         importance=max(target.importance, event.importance),
         topics=union(target.topics, event.topics),
         entities=union(target.entities, event.entities),
-        merged_event_ids=union(target.merged_event_ids, [event.event_id]),
-        merged_from=[*target.merged_from, source]
-        if source not in target.merged_from
-        else list(target.merged_from),
+        merged_event_ids=latest(union(target.merged_event_ids, [event.event_id])),
+        merged_from=latest(
+            [*target.merged_from, source]
+            if source not in target.merged_from
+            else list(target.merged_from)
+        ),
         seen_count=target.seen_count + 1,
         first_seen_at=target.first_seen_at or target.created_at,
         last_seen_at=now,
@@ -176,7 +189,7 @@ def fold(
         merged,
         content=text.content,
         content_hash=new_hash,
-        supersedes=union(target.supersedes, [target.content_hash]),
+        supersedes=latest(union(target.supersedes, [target.content_hash])),
         vector=text.vector if text.vector is not None else target.vector,
     )
 
@@ -229,3 +242,8 @@ def combined_text(target: MemoryRecord, candidate: Candidate) -> TextChoice | No
 def union(*lists: Sequence[str]) -> list[str]:
     """Order-preserving union, so merged lists are stable across replays."""
     return list(dict.fromkeys(item for values in lists for item in values))
+
+
+def latest(lineage: list[T]) -> list[T]:
+    """The last `LINEAGE_LIMIT` entries of a lineage list (oldest dropped first)."""
+    return lineage[-LINEAGE_LIMIT:] if len(lineage) > LINEAGE_LIMIT else lineage

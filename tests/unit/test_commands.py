@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from consumer.engine import merge
 from consumer.engine.models import Scope
 from consumer.engine.normalize import content_hash, memory_id_for, normalize_content
 from consumer.metrics import ServiceMetrics
@@ -244,6 +245,26 @@ async def test_compaction_folds_members_into_the_keeper_and_redirects_their_ids(
     assert stale["status"] == "rejected"
     assert "changed or was removed" in stale["detail"]
     assert await store.count_memories(0) == 1
+
+
+async def test_compaction_keeps_the_latest_lineage_only(
+    make_engine: EngineFactory,
+    store: EdgeMemoryStore,
+    embedder: FakeEmbedder,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(merge, "LINEAGE_LIMIT", 1)
+    harness = Harness(make_engine(), store, embedder, FakePublisher())
+    texts = ["User likes green tea", "User enjoys green tea", "User loves green tea"]
+    for index, text in enumerate(texts):
+        await harness.send(event_dict(event_id=f"e{index}", content=text))
+    outputs = await harness.send(
+        command("c1", compact(texts[0], [(texts[1], "merged"), (texts[2], "merged")]))
+    )
+    keeper = outputs[1][1]["memory"]
+    assert keeper["seen_count"] == 3
+    assert keeper["merged_event_ids"] == ["e2"]
+    assert [s["event_id"] for s in keeper["merged_from"]] == ["e2"]
 
 
 async def test_a_malformed_command_is_dead_lettered_with_its_id(harness: Harness) -> None:

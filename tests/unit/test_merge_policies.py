@@ -12,8 +12,17 @@ import numpy as np
 import pytest
 
 from consumer.app import threshold_policy
+from consumer.engine import merge
 from consumer.engine.dedup import DedupEngine
-from consumer.engine.merge import HttpMerger, MergeFailed, MergeText, build_merger
+from consumer.engine.merge import (
+    LINEAGE_LIMIT,
+    HttpMerger,
+    MergeFailed,
+    MergeText,
+    TextChoice,
+    build_merger,
+    fold,
+)
 from consumer.engine.models import Candidate, MemoryRecord, MergeSource, Outcome
 from consumer.engine.normalize import content_hash, normalize_content
 from consumer.engine.thresholds import Bands, ThresholdPolicy
@@ -31,6 +40,7 @@ BASE = "The user prefers dark mode"
 NEAR = "User likes dark themes"  # 0.95 with BASE: duplicate band
 CLOSE = "The user prefers a dark theme in the editor"  # 0.85: merge band
 CLOSE_2 = "Dark mode is what the user prefers in every app"  # 0.82: merge band
+CLOSE_3 = "The user picks dark colours for the terminal"  # 0.84 where set: merge band
 
 
 @pytest.fixture
@@ -427,3 +437,68 @@ async def test_only_a_memory_whose_only_change_is_being_seen_again_is_a_seen_upd
     plan = await engine.decide(0, [cand("e6", far, 5), cand("e7", far, 6)])
     assert [o.decision for o in plan.outcomes] == [Decision.ACCEPTED, Decision.SKIPPED]
     assert plan.seen_only == set()
+
+
+# lineage limit ----------------------------------------------------------------------
+
+
+def test_lineage_keeps_the_latest_merges_and_every_merge_costs_the_same() -> None:
+    base = make_candidate(event_id="e0", content=BASE)
+    memory = MemoryRecord(
+        memory_id=base.memory_id,
+        tenant_id=base.event.tenant_id,
+        namespace=base.event.namespace,
+        content=BASE,
+        content_hash=base.content_hash,
+        importance=0.5,
+        topics=[],
+        entities=[],
+        merged_event_ids=[],
+        origin_event_id="e0",
+        created_at=FIXED_NOW,
+        updated_at=FIXED_NOW,
+        vector=base_vector().tolist(),
+    )
+    sizes: dict[int, int] = {}
+    merges = LINEAGE_LIMIT * 3
+    for number in range(1, merges + 1):
+        event = make_candidate(event_id=f"e{number}", content=f"{CLOSE} {number}")
+        # Every merge replaces the text: `supersedes` grows with each one too.
+        memory = fold(
+            memory, event, FIXED_NOW, TextChoice(event.event.content, event.normalized, None)
+        )
+        sizes[number] = len(codec.memory_point(memory, 4).payload_json())
+    assert memory.seen_count == merges + 1
+    latest_ids = [f"e{n}" for n in range(merges - LINEAGE_LIMIT + 1, merges + 1)]
+    assert memory.merged_event_ids == latest_ids
+    assert [s.event_id for s in memory.merged_from] == latest_ids
+    assert len(memory.supersedes) == LINEAGE_LIMIT
+    assert memory.supersedes[-1] == content_hash(normalize_content(f"{CLOSE} {merges - 1}"))
+    # Past the limit a memory (and the decision event carrying it) stops growing.
+    assert sizes[merges] - sizes[LINEAGE_LIMIT * 2] < 10
+
+
+async def test_a_memory_merged_past_the_limit_is_stored_with_its_latest_lineage(
+    make_engine: EngineFactory,
+    vectors: FakeEmbedder,
+    store: EdgeMemoryStore,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(merge, "LINEAGE_LIMIT", 2)
+    engine = make_engine()
+    [first] = await run(store, engine, cand("e1", BASE))
+    for offset, (event_id, text) in enumerate([("e2", CLOSE), ("e3", CLOSE_2), ("e4", NEAR)], 1):
+        await run(store, engine, cand(event_id, text, offset))
+    memory = await stored(store, first.memory.memory_id)
+    # Merged (e2, e3), then skipped as a duplicate (e4): seen, not merged.
+    assert memory.merged_event_ids == ["e2", "e3"]
+    assert memory.seen_count == 4
+    vectors.set(CLOSE_3, unit_vector(0.84, axis=5))
+    [merged] = await run(store, engine, cand("e5", CLOSE_3, 4))
+    assert merged.decision is Decision.MERGED
+    memory = await stored(store, first.memory.memory_id)
+    assert memory.merged_event_ids == ["e3", "e5"]
+    assert [s.event_id for s in memory.merged_from] == ["e3", "e5"]
+    assert memory.seen_count == 5
+    event = build_decision_event(merged, "model")
+    assert event.memory.merged_event_ids == ["e3", "e5"]
