@@ -40,6 +40,7 @@ from consumer.engine.models import DecisionRecord, MemoryRecord, ScoredMemory, S
 from consumer.engine.normalize import decision_id_for
 from consumer.errors import StoreUnavailable
 from consumer.store import codec
+from schemas import scope_key
 
 T = TypeVar("T")
 log = structlog.get_logger(__name__)
@@ -69,6 +70,13 @@ CHANGELOG_FLUSH_INTERVAL_S: Final = 5.0
 # holds memories only. The placeholder such points had was 1.5 KB per decision,
 # one per event, and ~2 us more to upsert. Shards written before keep theirs.
 NO_VECTOR: Final[dict[str, Any]] = {}
+# A searchable memory's scope as one keyword ("tenant/namespace"; neither may hold
+# a "/"), on memories with vectors only: a similarity search filters on it alone,
+# so the engine walks just the scope's points, straight from its index. Filtering
+# on kind, tenant and namespace walked the tenant's points and checked the other
+# two on each: at 1M memories in 10 x 5 scopes, 23.8 -> 3.0 ms a query. A shard
+# written before gets the field set on its memories when opened, then the index.
+SEARCH_SCOPE_FIELD: Final = "search_scope"
 
 
 def stored_payload(point: codec.RawPoint) -> dict[str, Any]:
@@ -77,6 +85,8 @@ def stored_payload(point: codec.RawPoint) -> dict[str, Any]:
     stored: dict[str, Any]
     if kind in SCOPED_KINDS:
         stored = {name: payload[name] for name in FILTERED_FIELDS if name in payload}
+        if kind == codec.MEMORY_KIND:
+            stored[SEARCH_SCOPE_FIELD] = _search_scope(stored)
     else:
         stored = {codec.KIND_FIELD: kind} if kind is not None else {}
     stored[PAYLOAD_JSON_FIELD] = point.payload_json()
@@ -108,6 +118,49 @@ def _memories_present(shard: Any, points: Sequence[codec.RawPoint]) -> set[str]:
     if not targets:
         return set()
     return {str(r.id) for r in shard.retrieve(targets, with_payload=False, with_vector=False)}
+
+
+def _search_scope(stored: dict[str, Any]) -> str:
+    return scope_key(stored[codec.TENANT_FIELD], stored[codec.NAMESPACE_FIELD])
+
+
+def _index_search_scope(shard: Any, partition: int) -> None:
+    """Give a shard written before `SEARCH_SCOPE_FIELD` existed the field on every
+    memory, then its index. The index comes last: it marks the shard done, so an
+    interrupted pass runs again at the next open."""
+    started = time.perf_counter()
+    offset: Any = None
+    memories = 0
+    while True:
+        records, offset = shard.scroll(
+            ScrollRequest(
+                limit=1_000,
+                offset=offset,
+                filter=Filter(must=[_match(codec.KIND_FIELD, codec.MEMORY_KIND)]),
+                with_payload=True,
+                with_vector=False,
+            )
+        )
+        by_scope: dict[str, list[Any]] = {}
+        for record in records:
+            by_scope.setdefault(_search_scope(record.payload), []).append(record.id)
+        for scope, ids in by_scope.items():
+            shard.update(UpdateOperation.set_payload(ids, {SEARCH_SCOPE_FIELD: scope}))
+        memories += len(records)
+        if offset is None or not records:
+            break
+    shard.update(UpdateOperation.create_field_index(SEARCH_SCOPE_FIELD, PayloadSchemaType.Keyword))
+    shard.flush()
+    log.info(
+        "shard_search_scope_indexed",
+        partition=partition,
+        memories=memories,
+        seconds=round(time.perf_counter() - started, 1),
+    )
+
+
+def _search_filter(tenant_id: str, namespace: str) -> Filter:
+    return Filter(must=[_match(SEARCH_SCOPE_FIELD, scope_key(tenant_id, namespace))])
 
 
 def _match(key: str, value: str) -> FieldCondition:
@@ -171,11 +224,13 @@ class EdgeMemoryStore:
         path = self.shard_path(partition)
         if path.exists() and any(path.iterdir()):
             shard = EdgeShard.load(str(path))
+            if SEARCH_SCOPE_FIELD not in shard.info().payload_schema:
+                _index_search_scope(shard, partition)
         else:
             path.mkdir(parents=True, exist_ok=True)
             config = EdgeConfig(vectors=EdgeVectorParams(self._dimension, Distance.Cosine))
             shard = EdgeShard.create(str(path), config)
-            for field in codec.INDEXED_FIELDS:
+            for field in (*codec.INDEXED_FIELDS, SEARCH_SCOPE_FIELD):
                 schema: Any = (
                     KeywordIndexParams(is_tenant=True)
                     if field == codec.TENANT_FIELD
@@ -230,9 +285,7 @@ class EdgeMemoryStore:
                 QueryRequest(
                     limit=query.limit,
                     query=Query.Nearest(query.vector),
-                    filter=_scope_filter(
-                        query.scope.tenant_id, query.scope.namespace, codec.MEMORY_KIND
-                    ),
+                    filter=_search_filter(query.scope.tenant_id, query.scope.namespace),
                     with_payload=False,
                     with_vector=False,
                     # No background indexing in the embedded engine: exact search

@@ -15,7 +15,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from qdrant_edge import Point, UpdateOperation
+from qdrant_edge import (
+    Distance,
+    EdgeConfig,
+    EdgeShard,
+    EdgeVectorParams,
+    PayloadSchemaType,
+    Point,
+    UpdateOperation,
+)
 
 from consumer.engine.models import (
     DecisionRecord,
@@ -190,21 +198,87 @@ async def test_points_read_back_as_written(store: EdgeMemoryStore) -> None:
     assert await store.count_memories(0, "tenant-b", "prefs") == 0
 
 
+def earlier_shard(store: EdgeMemoryStore, partition: int, points: list[Point]) -> None:
+    """A shard as versions before the search scope field wrote it (their indexes),
+    holding `points` as given, closed."""
+    path = store.shard_path(partition)
+    path.mkdir(parents=True)
+    shard = EdgeShard.create(
+        str(path), EdgeConfig(vectors=EdgeVectorParams(DIMENSION, Distance.Cosine))
+    )
+    for field in codec.INDEXED_FIELDS:
+        shard.update(UpdateOperation.create_field_index(field, PayloadSchemaType.Keyword))
+    shard.update(UpdateOperation.upsert_points(points))
+    shard.flush()
+    shard.close()
+
+
 async def test_shards_with_plain_payloads_are_still_read(store: EdgeMemoryStore) -> None:
     """Points written before payloads were packed."""
     stored = memory()
     points = [codec.memory_point(stored, DIMENSION), codec.decision_point(decision(), DIMENSION)]
     await store.start(DIMENSION)
-    shard = store._shard(0)
-    shard.update(
-        UpdateOperation.upsert_points([Point(p.point_id, p.vector, p.payload) for p in points])
-    )
+    earlier_shard(store, 0, [Point(p.point_id, p.vector, p.payload) for p in points])
 
     assert (await store.get_memories(0, [MEMORY_ID]))[MEMORY_ID] == stored
     assert (await store.get_decisions(0, ["e9"]))["e9"] == decision()
     query = SimilarityQuery(Scope("tenant-a", "prefs"), stored.vector or [], 5)
     [found] = await store.search(0, [query])
     assert [m.memory for m in found] == [stored]
+
+
+async def test_a_shard_written_before_the_search_scope_gets_it_when_opened(
+    store: EdgeMemoryStore,
+) -> None:
+    """Memories of two scopes (packed payloads, no search scope field), a decision
+    and a pending memory: once opened, a search finds each scope's memory only."""
+    first = memory()
+    second = memory(memory_id="00000000-0000-5000-8000-0000000000b2", namespace="work")
+    pending = memory(memory_id="00000000-0000-5000-8000-0000000000c3", vector=None)
+    points = [
+        codec.memory_point(first, DIMENSION),
+        codec.memory_point(second, DIMENSION),
+        codec.memory_point(pending, DIMENSION),
+        codec.decision_point(decision(), DIMENSION),
+    ]
+    earlier = [
+        Point(
+            p.point_id,
+            p.vector,
+            {k: v for k, v in stored_payload(p).items() if k != edge.SEARCH_SCOPE_FIELD},
+        )
+        for p in points
+    ]
+    await store.start(DIMENSION)
+    earlier_shard(store, 0, earlier)
+
+    for scoped in (first, second):
+        query = SimilarityQuery(scoped.scope, list(scoped.vector or []), 5)
+        [found] = await store.search(0, [query])
+        assert [m.memory for m in found] == [scoped]
+    shard = store._shard(0)
+    assert edge.SEARCH_SCOPE_FIELD in shard.info().payload_schema
+    [record] = shard.retrieve([second.memory_id], with_payload=True, with_vector=False)
+    assert record.payload[edge.SEARCH_SCOPE_FIELD] == "tenant-a/work"
+    [other] = shard.retrieve([pending.memory_id], with_payload=True, with_vector=False)
+    assert edge.SEARCH_SCOPE_FIELD not in other.payload  # never a search result
+    assert (await store.get_decisions(0, ["e9"]))["e9"] == decision()
+
+
+async def test_a_search_meets_only_its_own_scope_s_memories(store: EdgeMemoryStore) -> None:
+    await store.start(DIMENSION)
+    first = memory()
+    # Same vector, other tenant; and a pending memory of the same scope.
+    other = memory(memory_id="00000000-0000-5000-8000-0000000000b2", tenant_id="tenant-b")
+    pending = memory(memory_id="00000000-0000-5000-8000-0000000000c3", vector=None)
+    await store.apply_points(
+        0,
+        [codec.memory_point(m, DIMENSION) for m in (first, other, pending)],
+        changelog_offset=1,
+    )
+    query = SimilarityQuery(first.scope, list(first.vector or []), 5)
+    [found] = await store.search(0, [query])
+    assert [m.memory for m in found] == [first]
 
 
 async def test_with_a_changelog_the_shard_is_flushed_at_intervals(
@@ -311,8 +385,11 @@ def test_only_points_read_by_scope_store_their_scope_as_fields() -> None:
         "kind",
         "tenant_id",
         "namespace",
+        edge.SEARCH_SCOPE_FIELD,
         edge.PAYLOAD_JSON_FIELD,
     }
+    pending = codec.memory_point(memory(vector=None), DIMENSION)
+    assert edge.SEARCH_SCOPE_FIELD not in edge.stored_payload(pending)
     assert set(edge.stored_payload(codec.decision_point(decision(), DIMENSION))) == {
         "kind",
         edge.PAYLOAD_JSON_FIELD,
