@@ -24,6 +24,7 @@ from qdrant_edge import (
     EdgeVectorParams,
     FieldCondition,
     Filter,
+    IsEmptyCondition,
     KeywordIndexParams,
     MatchValue,
     PayloadSchemaType,
@@ -74,8 +75,8 @@ NO_VECTOR: Final[dict[str, Any]] = {}
 # a "/"), on memories with vectors only: a similarity search filters on it alone,
 # so the engine walks just the scope's points, straight from its index. Filtering
 # on kind, tenant and namespace walked the tenant's points and checked the other
-# two on each: at 1M memories in 10 x 5 scopes, 23.8 -> 3.0 ms a query. A shard
-# written before gets the field set on its memories when opened, then the index.
+# two on each: at 1M memories in 10 x 5 scopes, 23.8 -> 3.0 ms a query. Memories
+# of a shard written before (or by an earlier version since) get it when opened.
 SEARCH_SCOPE_FIELD: Final = "search_scope"
 
 
@@ -124,21 +125,27 @@ def _search_scope(stored: dict[str, Any]) -> str:
     return scope_key(stored[codec.TENANT_FIELD], stored[codec.NAMESPACE_FIELD])
 
 
-def _index_search_scope(shard: Any, partition: int) -> None:
-    """Give a shard written before `SEARCH_SCOPE_FIELD` existed the field on every
-    memory, then its index. The index comes last: it marks the shard done, so an
-    interrupted pass runs again at the next open."""
+def _complete_search_scope(shard: Any, partition: int) -> None:
+    """Set `SEARCH_SCOPE_FIELD` on the shard's memories that lack it: all of a shard
+    written before the field existed, or those an earlier version wrote into it
+    since (a rollback). Run at every open; finding none is one index lookup."""
+    if SEARCH_SCOPE_FIELD not in shard.info().payload_schema:
+        shard.update(
+            UpdateOperation.create_field_index(SEARCH_SCOPE_FIELD, PayloadSchemaType.Keyword)
+        )
+    lacking = Filter(
+        must=[
+            _match(codec.KIND_FIELD, codec.MEMORY_KIND),
+            IsEmptyCondition(key=SEARCH_SCOPE_FIELD),
+        ]
+    )
     started = time.perf_counter()
     offset: Any = None
     memories = 0
     while True:
         records, offset = shard.scroll(
             ScrollRequest(
-                limit=1_000,
-                offset=offset,
-                filter=Filter(must=[_match(codec.KIND_FIELD, codec.MEMORY_KIND)]),
-                with_payload=True,
-                with_vector=False,
+                limit=1_000, offset=offset, filter=lacking, with_payload=True, with_vector=False
             )
         )
         by_scope: dict[str, list[Any]] = {}
@@ -149,14 +156,14 @@ def _index_search_scope(shard: Any, partition: int) -> None:
         memories += len(records)
         if offset is None or not records:
             break
-    shard.update(UpdateOperation.create_field_index(SEARCH_SCOPE_FIELD, PayloadSchemaType.Keyword))
-    shard.flush()
-    log.info(
-        "shard_search_scope_indexed",
-        partition=partition,
-        memories=memories,
-        seconds=round(time.perf_counter() - started, 1),
-    )
+    if memories:
+        shard.flush()
+        log.info(
+            "shard_search_scope_set",
+            partition=partition,
+            memories=memories,
+            seconds=round(time.perf_counter() - started, 1),
+        )
 
 
 def _search_filter(tenant_id: str, namespace: str) -> Filter:
@@ -224,8 +231,7 @@ class EdgeMemoryStore:
         path = self.shard_path(partition)
         if path.exists() and any(path.iterdir()):
             shard = EdgeShard.load(str(path))
-            if SEARCH_SCOPE_FIELD not in shard.info().payload_schema:
-                _index_search_scope(shard, partition)
+            _complete_search_scope(shard, partition)
         else:
             path.mkdir(parents=True, exist_ok=True)
             config = EdgeConfig(vectors=EdgeVectorParams(self._dimension, Distance.Cosine))

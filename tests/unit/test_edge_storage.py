@@ -264,6 +264,17 @@ async def test_a_shard_written_before_the_search_scope_gets_it_when_opened(
     assert edge.SEARCH_SCOPE_FIELD not in other.payload  # never a search result
     assert (await store.get_decisions(0, ["e9"]))["e9"] == decision()
 
+    # Rolled back: an earlier version writes a memory without the field into the
+    # shard, then this one opens it again and finds that memory too.
+    third = memory(memory_id="00000000-0000-5000-8000-0000000000d4", namespace="home")
+    point = codec.memory_point(third, DIMENSION)
+    without = {k: v for k, v in stored_payload(point).items() if k != edge.SEARCH_SCOPE_FIELD}
+    shard.update(UpdateOperation.upsert_points([Point(point.point_id, point.vector, without)]))
+    await store.release_partitions([0])
+    query = SimilarityQuery(third.scope, list(third.vector or []), 5)
+    [found] = await store.search(0, [query])
+    assert [m.memory for m in found] == [third]
+
 
 async def test_a_search_meets_only_its_own_scope_s_memories(store: EdgeMemoryStore) -> None:
     await store.start(DIMENSION)
