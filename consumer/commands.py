@@ -58,8 +58,8 @@ from schemas import (
     memory_urn,
     scope_key,
 )
+from schemas.events import MAX_ENTITIES, MAX_TOPICS, StoredMemory
 from schemas.events import MergeSource as SchemaMergeSource
-from schemas.events import StoredMemory
 
 log = structlog.get_logger(__name__)
 
@@ -544,8 +544,8 @@ class CommandProcessor:
         merged = replace(
             keeper,
             importance=max(m.importance for m in everyone),
-            topics=union(*(m.topics for m in everyone)),
-            entities=union(*(m.entities for m in everyone)),
+            topics=latest(union(*(m.topics for m in everyone)), MAX_TOPICS),
+            entities=latest(union(*(m.entities for m in everyone)), MAX_ENTITIES),
             merged_event_ids=latest(
                 union(
                     keeper.merged_event_ids,

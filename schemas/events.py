@@ -182,7 +182,8 @@ class StoredMemory(BaseModel):
     created_at: datetime
     updated_at: datetime
     # Lineage (defaults describe memories stored before it existed). Lineage lists
-    # (merged_event_ids, merged_from, supersedes) hold the latest 100 entries.
+    # (merged_event_ids, merged_from, supersedes) hold the latest 100 entries;
+    # topics and entities the latest 32 and 64.
     merged_from: list[MergeSource] = empty_list()
     # Content hashes of texts this memory's text replaced (its id stays derived
     # from the first text's hash).

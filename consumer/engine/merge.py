@@ -14,12 +14,13 @@ A memory keeps its id when its text changes: the id stays derived from the hash
 of the first text, `content_hash` becomes the new text's hash and the replaced
 hash is appended to `supersedes`.
 
-Lineage lists keep their latest `LINEAGE_LIMIT` entries. Every merge writes the
-memory again (shard, changelog, and the decision event that carries it): lists that
-grew with every merge would make each merge of a popular memory cost more than the
-last and, past some 7,000 merges, outgrow Kafka's 1 MB record, stalling its
-partition. The whole history stays in the decision events (each merge names its
-memory) and in `seen_count`.
+Lineage lists keep their latest `LINEAGE_LIMIT` entries; topics and entities their
+latest `MAX_TOPICS` and `MAX_ENTITIES` (what one event may carry). Every merge
+writes the memory again (shard, changelog, and the decision event that carries
+it): lists that grew with every merge would make each merge of a popular memory
+cost more than the last and, past some 7,000 merges (far fewer with new topics
+each time), outgrow Kafka's 1 MB record, stalling its partition. The whole history
+stays in the decision events (each merge names its memory) and in `seen_count`.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import httpx
 from consumer.engine.chat import ChatEndpoint, ChatFailed
 from consumer.engine.models import Candidate, MemoryRecord, MergeSource
 from consumer.engine.normalize import content_hash, normalize_content
-from schemas.events import MAX_CONTENT_CHARS, MergePolicy
+from schemas.events import MAX_CONTENT_CHARS, MAX_ENTITIES, MAX_TOPICS, MergePolicy
 
 if TYPE_CHECKING:
     from consumer.settings import DedupSettings, MergerSettings
@@ -167,8 +168,8 @@ def fold(
     merged = replace(
         target,
         importance=max(target.importance, event.importance),
-        topics=union(target.topics, event.topics),
-        entities=union(target.entities, event.entities),
+        topics=latest(union(target.topics, event.topics), MAX_TOPICS),
+        entities=latest(union(target.entities, event.entities), MAX_ENTITIES),
         merged_event_ids=latest(union(target.merged_event_ids, [event.event_id])),
         merged_from=latest(
             [*target.merged_from, source]
@@ -244,6 +245,8 @@ def union(*lists: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(item for values in lists for item in values))
 
 
-def latest(lineage: list[T]) -> list[T]:
-    """The last `LINEAGE_LIMIT` entries of a lineage list (oldest dropped first)."""
-    return lineage[-LINEAGE_LIMIT:] if len(lineage) > LINEAGE_LIMIT else lineage
+def latest(items: list[T], limit: int | None = None) -> list[T]:
+    """The last `limit` (default `LINEAGE_LIMIT`) entries of a list that merges
+    extend (the oldest dropped first)."""
+    limit = LINEAGE_LIMIT if limit is None else limit
+    return items[-limit:] if len(items) > limit else items

@@ -3,7 +3,7 @@ embedder, and the HTTP merger against a server on loopback."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from consumer.settings import ConfigError, load_settings
 from consumer.store import codec
 from consumer.store.edge import EdgeMemoryStore
 from schemas import Decision, MergePolicy
+from schemas.events import MAX_ENTITIES, MAX_TOPICS
 from tests.chat_server import Completions, chat_completions_server
 
 from .conftest import EngineFactory
@@ -476,6 +477,45 @@ def test_lineage_keeps_the_latest_merges_and_every_merge_costs_the_same() -> Non
     assert memory.supersedes[-1] == content_hash(normalize_content(f"{CLOSE} {merges - 1}"))
     # Past the limit a memory (and the decision event carrying it) stops growing.
     assert sizes[merges] - sizes[LINEAGE_LIMIT * 2] < 10
+
+
+def test_topics_and_entities_keep_the_latest_an_event_may_carry() -> None:
+    memory = fold_many(
+        make_candidate(
+            event_id=f"e{number}",
+            content=BASE,
+            topics=[f"topic-{number}-{k}" for k in range(MAX_TOPICS)],
+            entities=[f"entity-{number}-{k}" for k in range(MAX_ENTITIES)],
+        )
+        for number in range(1, 4)
+    )
+    assert memory.topics == [f"topic-3-{k}" for k in range(MAX_TOPICS)]
+    assert memory.entities == [f"entity-3-{k}" for k in range(MAX_ENTITIES)]
+    # A topic seen again keeps its place; the union is still ordered by first sight.
+    again = fold_many([make_candidate(event_id="e9", content=BASE, topics=["a", "b"])], memory)
+    assert again.topics == [*memory.topics[2:], "a", "b"]
+
+
+def fold_many(events: Iterable[Candidate], memory: MemoryRecord | None = None) -> MemoryRecord:
+    base = make_candidate(event_id="e0", content=BASE)
+    current = memory or MemoryRecord(
+        memory_id=base.memory_id,
+        tenant_id=base.event.tenant_id,
+        namespace=base.event.namespace,
+        content=BASE,
+        content_hash=base.content_hash,
+        importance=0.5,
+        topics=[],
+        entities=[],
+        merged_event_ids=[],
+        origin_event_id="e0",
+        created_at=FIXED_NOW,
+        updated_at=FIXED_NOW,
+        vector=base_vector().tolist(),
+    )
+    for event in events:
+        current = fold(current, event, FIXED_NOW)
+    return current
 
 
 async def test_a_memory_merged_past_the_limit_is_stored_with_its_latest_lineage(
