@@ -443,9 +443,10 @@ async def test_only_a_memory_whose_only_change_is_being_seen_again_is_a_seen_upd
 # lineage limit ----------------------------------------------------------------------
 
 
-def test_lineage_keeps_the_latest_merges_and_every_merge_costs_the_same() -> None:
+def base_memory() -> MemoryRecord:
+    """BASE as a stored memory, before any merge."""
     base = make_candidate(event_id="e0", content=BASE)
-    memory = MemoryRecord(
+    return MemoryRecord(
         memory_id=base.memory_id,
         tenant_id=base.event.tenant_id,
         namespace=base.event.namespace,
@@ -460,6 +461,16 @@ def test_lineage_keeps_the_latest_merges_and_every_merge_costs_the_same() -> Non
         updated_at=FIXED_NOW,
         vector=base_vector().tolist(),
     )
+
+
+def fold_many(events: Iterable[Candidate], memory: MemoryRecord) -> MemoryRecord:
+    for event in events:
+        memory = fold(memory, event, FIXED_NOW)
+    return memory
+
+
+def test_lineage_keeps_the_latest_merges_and_every_merge_costs_the_same() -> None:
+    memory = base_memory()
     sizes: dict[int, int] = {}
     merges = LINEAGE_LIMIT * 3
     for number in range(1, merges + 1):
@@ -481,41 +492,22 @@ def test_lineage_keeps_the_latest_merges_and_every_merge_costs_the_same() -> Non
 
 def test_topics_and_entities_keep_the_latest_an_event_may_carry() -> None:
     memory = fold_many(
-        make_candidate(
-            event_id=f"e{number}",
-            content=BASE,
-            topics=[f"topic-{number}-{k}" for k in range(MAX_TOPICS)],
-            entities=[f"entity-{number}-{k}" for k in range(MAX_ENTITIES)],
-        )
-        for number in range(1, 4)
+        (
+            make_candidate(
+                event_id=f"e{number}",
+                content=BASE,
+                topics=[f"topic-{number}-{k}" for k in range(MAX_TOPICS)],
+                entities=[f"entity-{number}-{k}" for k in range(MAX_ENTITIES)],
+            )
+            for number in range(1, 4)
+        ),
+        base_memory(),
     )
     assert memory.topics == [f"topic-3-{k}" for k in range(MAX_TOPICS)]
     assert memory.entities == [f"entity-3-{k}" for k in range(MAX_ENTITIES)]
-    # A topic seen again keeps its place; the union is still ordered by first sight.
+    # Two new topics push the two oldest out.
     again = fold_many([make_candidate(event_id="e9", content=BASE, topics=["a", "b"])], memory)
     assert again.topics == [*memory.topics[2:], "a", "b"]
-
-
-def fold_many(events: Iterable[Candidate], memory: MemoryRecord | None = None) -> MemoryRecord:
-    base = make_candidate(event_id="e0", content=BASE)
-    current = memory or MemoryRecord(
-        memory_id=base.memory_id,
-        tenant_id=base.event.tenant_id,
-        namespace=base.event.namespace,
-        content=BASE,
-        content_hash=base.content_hash,
-        importance=0.5,
-        topics=[],
-        entities=[],
-        merged_event_ids=[],
-        origin_event_id="e0",
-        created_at=FIXED_NOW,
-        updated_at=FIXED_NOW,
-        vector=base_vector().tolist(),
-    )
-    for event in events:
-        current = fold(current, event, FIXED_NOW)
-    return current
 
 
 async def test_a_memory_merged_past_the_limit_is_stored_with_its_latest_lineage(
