@@ -23,7 +23,7 @@ from schemas import Decision
 KIND_FIELD: Final = "kind"
 MEMORY_KIND: Final = "memory"
 # Accepted while the model was down: found by exact lookups, invisible to
-# similarity search until it is embedded (placeholder vector meanwhile).
+# similarity search until it is embedded (no vector of its own meanwhile).
 PENDING_KIND: Final = "pending_memory"
 DECISION_KIND: Final = "decision"
 # One point per shard remembers the last changelog offset the shard holds.
@@ -219,10 +219,10 @@ class RawPoint:
         return encoded
 
     def to_bytes(self) -> bytes:
-        # Compact JSON of {"id", "vector", "payload"}, put together
-        # from parts so that the payload's JSON is encoded only once. Only an embedded
-        # memory has a vector of its own: the others' placeholder is left out (it was
-        # most of a decision record's bytes).
+        # Compact JSON of {"id", "vector", "payload"}, put together from parts so
+        # that the payload's JSON is encoded only once. Only an embedded memory has a
+        # vector of its own: the others' placeholder is left out (it was most of a
+        # decision record's bytes).
         point_id = encode_json(self.point_id)
         if not has_own_vector(self.payload):
             return f'{{"id":{point_id},"payload":{self.payload_json()}}}'.encode()
@@ -233,8 +233,9 @@ class RawPoint:
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> RawPoint:
-        """An empty vector: none of its own (stores write the placeholder). Records
-        written before vectors were left out carry the placeholder."""
+        """An empty vector: none of its own (the server store writes the placeholder,
+        the embedded one no vector). Records written before vectors were left out
+        carry the placeholder."""
         document = decode_json(raw)
         packed = document.get("vector")
         if packed is None:
