@@ -193,6 +193,7 @@ class BrokerPublisher:
             if every is None:
                 # The producer's own metadata, in its order (waits for it, as `send`).
                 every = topics[record.topic] = list(await producer.partitions_for(record.topic))
+            # The available partitions matter only to a record without a key.
             partitions.append(self._partitioner(record.key, every, every))
         return partitions
 
