@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from consumer.engine.models import Candidate
+from consumer.engine.models import Candidate, MemoryRecord
 from consumer.engine.normalize import normalize_content
 from consumer.engine.thresholds import Bands
 from consumer.errors import PublishFailed
@@ -123,6 +123,30 @@ def event_dict(**overrides: Any) -> dict[str, Any]:
     }
     event.update(overrides)
     return {k: v for k, v in event.items() if v is not _DROP}
+
+
+def stored_memory(
+    *, memory_id: str, content: str, content_hash: str, vector: list[float] | None, **fields: Any
+) -> MemoryRecord:
+    """A memory as first stored (tenant-a/prefs, no merges yet); `fields` override."""
+    defaults: dict[str, Any] = {
+        "tenant_id": "tenant-a",
+        "namespace": "prefs",
+        "importance": 0.5,
+        "topics": [],
+        "entities": [],
+        "merged_event_ids": [],
+        "origin_event_id": "e0",
+        "created_at": FIXED_NOW,
+        "updated_at": FIXED_NOW,
+    }
+    return MemoryRecord(
+        memory_id=memory_id,
+        content=content,
+        content_hash=content_hash,
+        vector=vector,
+        **{**defaults, **fields},
+    )
 
 
 def drop() -> Any:

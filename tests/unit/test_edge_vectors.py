@@ -15,28 +15,19 @@ from schemas import Decision
 from .conftest import EngineFactory
 from .helpers import (
     DEFAULT_BANDS,
-    FIXED_NOW,
     FakeEmbedder,
     base_vector,
     make_candidate,
+    stored_memory,
     unit_vector,
 )
 
 
 def memory(memory_id: str, vector: list[float]) -> MemoryRecord:
-    return MemoryRecord(
+    return stored_memory(
         memory_id=memory_id,
-        tenant_id="tenant-a",
-        namespace="prefs",
         content=f"text {memory_id}",
         content_hash=memory_id[-8:] * 8,
-        importance=0.5,
-        topics=[],
-        entities=[],
-        merged_event_ids=[],
-        origin_event_id="e0",
-        created_at=FIXED_NOW,
-        updated_at=FIXED_NOW,
         vector=vector,
     )
 

@@ -35,7 +35,14 @@ from schemas.events import MAX_ENTITIES, MAX_TOPICS
 from tests.chat_server import Completions, chat_completions_server
 
 from .conftest import EngineFactory
-from .helpers import FIXED_NOW, FakeEmbedder, base_vector, make_candidate, unit_vector
+from .helpers import (
+    FIXED_NOW,
+    FakeEmbedder,
+    base_vector,
+    make_candidate,
+    stored_memory,
+    unit_vector,
+)
 
 BASE = "The user prefers dark mode"
 NEAR = "User likes dark themes"  # 0.95 with BASE: duplicate band
@@ -446,20 +453,13 @@ async def test_only_a_memory_whose_only_change_is_being_seen_again_is_a_seen_upd
 def base_memory() -> MemoryRecord:
     """BASE as a stored memory, before any merge."""
     base = make_candidate(event_id="e0", content=BASE)
-    return MemoryRecord(
+    return stored_memory(
         memory_id=base.memory_id,
-        tenant_id=base.event.tenant_id,
-        namespace=base.event.namespace,
         content=BASE,
         content_hash=base.content_hash,
-        importance=0.5,
-        topics=[],
-        entities=[],
-        merged_event_ids=[],
-        origin_event_id="e0",
-        created_at=FIXED_NOW,
-        updated_at=FIXED_NOW,
         vector=base_vector().tolist(),
+        tenant_id=base.event.tenant_id,
+        namespace=base.event.namespace,
     )
 
 
