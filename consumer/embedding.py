@@ -27,7 +27,7 @@ from consumer.errors import EmbedderUnavailable
 from consumer.typing import Embedder, Vectors
 
 if TYPE_CHECKING:
-    from tokenizers import Tokenizer
+    from tokenizers import Encoding, Tokenizer
 
     from consumer.settings import EmbeddingSettings
 
@@ -132,18 +132,39 @@ def mean_pool_normalize(token_embeddings: Any, attention_mask: Any) -> Vectors:
 
 
 def load_tokenizer(path: Path, max_length: int = MAX_SEQ_LENGTH) -> Tokenizer:
-    """The model's tokenizer with per-batch padding and truncation at `max_length`."""
+    """The model's tokenizer, truncating at `max_length`; OnnxEmbedder pads each
+    batch itself (to the batch's longest text)."""
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(path))
     tokenizer.enable_truncation(max_length=max_length)
-    padding = tokenizer.padding or {}
-    tokenizer.enable_padding(
-        pad_id=int(padding.get("pad_id", 0)),
-        pad_type_id=int(padding.get("pad_type_id", 0)),
-        pad_token=str(padding.get("pad_token", "[PAD]")),
-    )
     return tokenizer
+
+
+def plan_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Indices of a call's texts, grouped into model batches by token count.
+
+    Longest first, at most `batch_size` texts a batch, and a new batch where the
+    token count drops once the batch holds `batch_size // 8` texts: a batch costs
+    about its size times its longest text, so texts of one length share a batch
+    with no padding, and only short runs are merged (a batch has a fixed cost).
+    Depends on the lengths and `batch_size` only (a quantised model's vectors
+    depend on their batch: the same call always gets the same batches)."""
+    order = sorted(range(len(lengths)), key=lambda index: -lengths[index])
+    enough_to_cut = max(1, batch_size // 8)
+    batches: list[list[int]] = []
+    batch: list[int] = []
+    for index in order:
+        if batch and (
+            len(batch) >= batch_size
+            or (len(batch) >= enough_to_cut and lengths[index] < lengths[batch[-1]])
+        ):
+            batches.append(batch)
+            batch = []
+        batch.append(index)
+    if batch:
+        batches.append(batch)
+    return batches
 
 
 class OnnxEmbedder:
@@ -151,14 +172,15 @@ class OnnxEmbedder:
     (or anything with its `get_inputs()` and a thread-safe `run()`) returning token
     embeddings.
 
-    A call's texts are sorted by length and cut into batches of `batch_size` (less
-    padding); `workers` threads run those batches side by side, each on one core
-    (the session runs single-threaded). Batches of a call and of later calls queue
-    in call order. One batch per core rather than every core on each batch: a core
-    taken by the event loop or the broker for a moment then delays one batch, not
-    every operator of every batch at a thread barrier. How texts fall into batches
-    depends only on the call's texts and `batch_size`, never on the worker count or
-    timing, so a quantised model (whose vectors depend on their batch) stays
+    A call's texts are tokenised together and grouped by token count into batches
+    of at most `batch_size` (`plan_batches`: little or no padding); `workers`
+    threads run those batches side by side, each on one core (the session runs
+    single-threaded). Batches of a call and of later calls queue in call order.
+    One batch per core rather than every core on each batch: a core taken by the
+    event loop or the broker for a moment then delays one batch, not every
+    operator of every batch at a thread barrier. How texts fall into batches
+    depends only on the call's texts and `batch_size`, never on the worker count
+    or timing, so a quantised model (whose vectors depend on their batch) stays
     deterministic."""
 
     def __init__(
@@ -172,12 +194,21 @@ class OnnxEmbedder:
         workers: int = 1,
     ) -> None:
         self._session = session
+        padding = tokenizer.padding
+        self._pad_id = int(padding["pad_id"]) if padding else 0
+        # Token counts decide the batches; each batch is padded in _run_encodings.
+        tokenizer.no_padding()
         self._tokenizer = tokenizer
         self._model_id = model_id
         self._batch_size = batch_size
         self._input_names = {item.name for item in session.get_inputs()}
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="embedder")
-        self._dimension = dimension or int(self._run_batch(["dimension probe"]).shape[1])
+        # One thread: calls are tokenised, so their batches queued, in call order.
+        self._tokenizer_executor = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="embedder-tokenizer"
+        )
+        probe = self._tokenizer.encode_batch(["dimension probe"])
+        self._dimension = dimension or int(self._run_encodings(probe).shape[1])
 
     @classmethod
     async def load(
@@ -239,14 +270,20 @@ class OnnxEmbedder:
     def dimension(self) -> int:
         return self._dimension
 
-    def _run_batch(self, texts: Sequence[str]) -> Vectors:
-        """Blocking: tokenise one batch and run it."""
-        encodings = self._tokenizer.encode_batch(list(texts))
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    def _run_encodings(self, encodings: Sequence[Encoding]) -> Vectors:
+        """Blocking: pad one batch to its longest text and run it."""
+        width = max(len(encoding.ids) for encoding in encodings)
+        ids = np.full((len(encodings), width), self._pad_id, dtype=np.int64)
+        mask = np.zeros((len(encodings), width), dtype=np.int64)
+        types = np.zeros((len(encodings), width), dtype=np.int64)
+        for row, encoding in enumerate(encodings):
+            length = len(encoding.ids)
+            ids[row, :length] = encoding.ids
+            mask[row, :length] = encoding.attention_mask
+            types[row, :length] = encoding.type_ids
         feed = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
-            feed["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
+            feed["token_type_ids"] = types
         (tokens,) = self._session.run(["last_hidden_state"], feed)
         return mean_pool_normalize(tokens, mask)
 
@@ -254,15 +291,14 @@ class OnnxEmbedder:
         if not texts:
             return np.zeros((0, self._dimension), dtype=np.float32)
         cleaned = [text.strip() for text in texts]
-        order = sorted(range(len(cleaned)), key=lambda i: len(cleaned[i]), reverse=True)
         loop = asyncio.get_running_loop()
+        encodings = await loop.run_in_executor(
+            self._tokenizer_executor, self._tokenizer.encode_batch, cleaned
+        )
+        batches = plan_batches([len(encoding.ids) for encoding in encodings], self._batch_size)
         runs = [
-            loop.run_in_executor(
-                self._executor,
-                self._run_batch,
-                [cleaned[i] for i in order[start : start + self._batch_size]],
-            )
-            for start in range(0, len(order), self._batch_size)
+            loop.run_in_executor(self._executor, self._run_encodings, [encodings[i] for i in batch])
+            for batch in batches
         ]
         # Every batch's outcome is collected (none left unretrieved); the first
         # failure is the call's.
@@ -274,11 +310,13 @@ class OnnxEmbedder:
             # onnxruntime raises its own Exception subclasses
             raise EmbedderUnavailable(f"embedding failed: {type(failure).__name__}") from failure
         stacked = np.concatenate([o for o in outcomes if not isinstance(o, BaseException)])
+        order = np.fromiter((i for batch in batches for i in batch), dtype=np.int64)
         result: Vectors = np.empty_like(stacked)
-        result[np.asarray(order, dtype=np.int64)] = stacked
+        result[order] = stacked
         return result
 
     async def close(self) -> None:
+        self._tokenizer_executor.shutdown(wait=True)
         self._executor.shutdown(wait=True)
 
 

@@ -88,6 +88,10 @@ UNRELATED = [
 ]
 
 MIN_COSINE = {"onnx-int8": 0.98, "onnx-fp32": 0.999}
+# How far a pair's similarity may move from torch's. int8 depends on which texts
+# share a batch (activations are quantised per batch): over 1,500 STS-B dev pairs,
+# p99 0.03 and max 0.040-0.044, whichever way texts were batched.
+MAX_PAIR_DRIFT = {"onnx-int8": 0.045, "onnx-fp32": 0.001}
 
 
 @pytest.fixture(scope="module", params=["onnx-int8", "onnx-fp32"])
@@ -146,7 +150,9 @@ async def test_paraphrases_still_rank_above_unrelated_pairs(
         pair_scores(onnx_vectors, PARAPHRASES + UNRELATED)
         - pair_scores(torch_vectors, PARAPHRASES + UNRELATED)
     )
-    assert drift.max() <= 0.03, f"{backend}: similarity moved by {drift.max():.4f}"
+    assert drift.max() <= MAX_PAIR_DRIFT[backend], (
+        f"{backend}: similarity moved by {drift.max():.4f}"
+    )
     # Pairs that torch tells apart by a clear margin keep their order.
     torch_scores = pair_scores(torch_vectors, PARAPHRASES + UNRELATED)
     onnx_scores = pair_scores(onnx_vectors, PARAPHRASES + UNRELATED)

@@ -15,7 +15,13 @@ from tokenizers.pre_tokenizers import Whitespace
 from tokenizers.processors import TemplateProcessing
 
 from consumer import onnx_export
-from consumer.embedding import OnnxEmbedder, available_cpus, cgroup_cpu_quota, mean_pool_normalize
+from consumer.embedding import (
+    OnnxEmbedder,
+    available_cpus,
+    cgroup_cpu_quota,
+    mean_pool_normalize,
+    plan_batches,
+)
 from consumer.errors import EmbedderUnavailable
 
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
@@ -144,7 +150,52 @@ async def test_small_batches_keep_input_order() -> None:
     vectors = await embedder.embed(texts)
     expected = np.stack([expected_vector(session, text) for text in texts])
     np.testing.assert_allclose(vectors, expected, atol=1e-5)
-    assert len(session.feeds) == 1 + 3  # the dimension probe, then 3 batches
+    # After the dimension probe: longest first, one batch per token count (7, 5,
+    # 4, then the two 3-token texts together), none padded.
+    assert [feed["input_ids"].shape for feed in session.feeds[1:]] == [
+        (1, 7),
+        (1, 5),
+        (1, 4),
+        (2, 3),
+    ]
+    assert all(feed["attention_mask"].all() for feed in session.feeds[1:])
+    await embedder.close()
+
+
+def test_plan_batches_groups_texts_by_token_count() -> None:
+    lengths = [8] * 30 + [10] * 20 + [9] * 3 + [12] * 70
+    batches = plan_batches(lengths, batch_size=64)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
+    by_length = [[lengths[i] for i in batch] for batch in batches]
+    # 70 of 12 tokens: a full batch, then 6 more alone (a batch of 8+ is cut where
+    # the count drops); 20 of 10 alike; the 3 of 9 are too few to stand alone and
+    # take the 30 of 8 with them (padded to 9).
+    assert by_length == [[12] * 64, [12] * 6 + [10] * 20, [9] * 3 + [8] * 30]
+    # Ties keep input order; the same lengths always give the same batches.
+    assert batches[0] == list(range(53, 117))
+    assert plan_batches(lengths, batch_size=64) == batches
+
+
+def test_plan_batches_edges() -> None:
+    assert plan_batches([], batch_size=8) == []
+    assert plan_batches([5, 7, 6], batch_size=1) == [[1], [2], [0]]
+    # Below 8 texts a batch is cut at every drop in length.
+    assert plan_batches([3, 5, 5, 4], batch_size=4) == [[1, 2], [3], [0]]
+
+
+async def test_texts_of_many_lengths_embed_as_each_alone() -> None:
+    session = FakeSession()
+    embedder = make(session, batch_size=16)
+    rng = np.random.default_rng(3)
+    texts = [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 9)))) for _ in range(200)]
+    vectors = await embedder.embed(texts)
+    expected = np.stack([expected_vector(session, text) for text in texts])
+    np.testing.assert_allclose(vectors, expected, atol=1e-5)
+    feeds = session.feeds[1:]
+    assert sum(feed["input_ids"].shape[0] for feed in feeds) == 200
+    assert all(feed["input_ids"].shape[0] <= 16 for feed in feeds)
+    padded = sum(feed["input_ids"].size for feed in feeds)
+    assert padded == sum(len(text.split()) + 2 for text in texts)  # no padding at all
     await embedder.close()
 
 
@@ -188,17 +239,17 @@ async def test_workers_run_batches_side_by_side_in_the_same_batches() -> None:
     into the same batches as with one worker, and come back in input order."""
     texts = ["alpha beta gamma", "delta", "epsilon zeta eta theta alpha", "beta", "gamma delta"]
     alone, side_by_side = FakeSession(), FakeSession()
-    one, three = make(alone, batch_size=2), make(side_by_side, batch_size=2, workers=3)
-    side_by_side.barrier = threading.Barrier(3)  # 5 texts, batches of 2: 3 batches at once
-    vectors = await three.embed(texts)
+    one, four = make(alone, batch_size=2), make(side_by_side, batch_size=2, workers=4)
+    side_by_side.barrier = threading.Barrier(4)  # 4 token counts: 4 batches at once
+    vectors = await four.embed(texts)
     np.testing.assert_array_equal(vectors, await one.embed(texts))
     expected = np.stack([expected_vector(side_by_side, text) for text in texts])
     np.testing.assert_allclose(vectors, expected, atol=1e-5)
     batches = {tuple(map(tuple, feed["input_ids"])) for feed in side_by_side.feeds[1:]}
     assert batches == {tuple(map(tuple, feed["input_ids"])) for feed in alone.feeds[1:]}
-    assert len(side_by_side.threads - {"MainThread"}) == 3
+    assert len(side_by_side.threads - {"MainThread"}) == 4
     await one.close()
-    await three.close()
+    await four.close()
 
 
 async def test_a_failed_batch_fails_the_call_and_later_calls_still_run() -> None:
