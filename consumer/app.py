@@ -119,7 +119,7 @@ class BrokerPublisher:
                 return await self._send_all(producer, records)
             pending = [
                 await self._broker.publish(
-                    record.value,
+                    _value(record),
                     record.topic,
                     key=record.key,
                     partition=record.partition,
@@ -164,7 +164,7 @@ class BrokerPublisher:
         pending = [
             await producer.send(
                 record.topic,
-                value=record.value,
+                value=_value(record),
                 key=record.key,
                 partition=record.partition,
                 headers=headers(record),
@@ -225,7 +225,7 @@ class BrokerPublisher:
             own_headers = headers(record)
             for attempt in range(2):
                 appended = batch.append(
-                    key=record.key, value=record.value, timestamp=None, headers=own_headers
+                    key=record.key, value=_value(record), timestamp=None, headers=own_headers
                 )
                 if appended is not None:
                     break
@@ -244,6 +244,10 @@ class BrokerPublisher:
             for position, index in enumerate(members):
                 offsets[index] = metadata.offset + position
         return offsets
+
+
+def _value(record: OutgoingRecord) -> bytes | None:
+    return None if record.tombstone else record.value
 
 
 def correlation_ids() -> Iterator[str]:
@@ -647,6 +651,7 @@ def create_app(
             reconcile=runtime.changelog is None,
             compaction=settings.compaction,
             membership=runtime.membership,
+            retention=settings.retention,
         )
         runtime.service = ConsumerService(
             processor=processor,

@@ -30,6 +30,22 @@ log = structlog.get_logger(__name__)
 RESTORE_CHUNK = 2_000
 
 
+def _changes(records: Sequence[Any]) -> tuple[list[RawPoint], list[str]]:
+    """A run of changelog records as (points to store, point ids to delete first).
+    A tombstone (null or empty value) deletes its key; the points written before it
+    under that key are dropped, those written after it are stored again."""
+    last_tombstone: dict[bytes, int] = {}
+    for index, record in enumerate(records):
+        if not record.value:
+            last_tombstone[record.key] = index
+    points = [
+        RawPoint.from_bytes(record.value)
+        for index, record in enumerate(records)
+        if record.value and index > last_tombstone.get(record.key, -1)
+    ]
+    return points, [key.decode() for key in last_tombstone]
+
+
 class ChangelogUnavailable(TransientError):
     """The changelog topic cannot be read or written right now."""
 
@@ -57,18 +73,33 @@ class Changelog:
         self._reader: AIOKafkaConsumer | None = None
         self._membership = membership
 
-    async def append(self, partition: int, points: Sequence[RawPoint]) -> int | None:
-        """Publish points; returns the offset of the last one (None if no points).
-        Raises PartitionsLost if this consumer's group has evicted it: the points
-        may then be in the changelog, but nothing may be published on them."""
-        if not points:
+    async def append(
+        self, partition: int, points: Sequence[RawPoint], *, deleted_ids: Sequence[str] = ()
+    ) -> int | None:
+        """Publish a tombstone per deleted point id, then the points; returns the
+        offset of the last record (None if none). Raises PartitionsLost if this
+        consumer's group has evicted it: the records may then be in the changelog,
+        but nothing may be published on them."""
+        if not points and not deleted_ids:
             return None
         records = [
+            OutgoingRecord(
+                self.topic,
+                point_id.encode(),
+                b"",
+                {},
+                partition,
+                broker_headers=False,
+                tombstone=True,
+            )
+            for point_id in deleted_ids
+        ]
+        records.extend(
             OutgoingRecord(
                 self.topic, p.point_id.encode(), p.to_bytes(), {}, partition, broker_headers=False
             )
             for p in points
-        ]
+        )
         offsets = await fenced(self._membership, self._publisher.publish_all(records))
         return max(offsets)
 
@@ -119,10 +150,10 @@ class Changelog:
                         f"changelog restore of partition {partition} stalled"
                     )
                 continue
-            chunk = [RawPoint.from_bytes(r.value) for r in records if r.value is not None]
+            chunk, deleted = _changes(records)
             last = records[-1].offset
-            await store.apply_points(partition, chunk, changelog_offset=last)
-            applied += len(chunk)
+            await store.apply_points(partition, chunk, changelog_offset=last, deleted_ids=deleted)
+            applied += len(chunk) + len(deleted)
         log.info(
             "shard_restored",
             partition=partition,

@@ -242,6 +242,16 @@ class ServiceMetrics:
             "Decisions taken in a degraded mode.",
             registry=r,
         )
+        self.pruned_decisions = Counter(
+            "memdedup_pruned_decisions",
+            "Decision records deleted by decision retention (retention.decisions_hours).",
+            registry=r,
+        )
+        self.prune_failures = Counter(
+            "memdedup_decision_prune_failures",
+            "Decision-retention checks that failed (tried again at the next check).",
+            registry=r,
+        )
         self._lag_partitions: set[str] = set()
 
     # -- decisions -----------------------------------------------------------
@@ -341,6 +351,13 @@ class ServiceMetrics:
 
     def abandoned(self) -> None:
         self.abandoned_batches.inc()
+
+    def pruned(self, count: int) -> None:
+        if count:
+            self.pruned_decisions.inc(count)
+
+    def prune_failed(self) -> None:
+        self.prune_failures.inc()
 
     # -- state ---------------------------------------------------------------
 

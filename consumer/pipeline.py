@@ -37,7 +37,8 @@ from consumer.metrics import ServiceMetrics
 from consumer.partitioning import canonical_partition
 from consumer.periodic import PeriodicCompaction
 from consumer.records import InputRecord, OutgoingRecord
-from consumer.settings import CompactionSettings, TopicSettings
+from consumer.retention import DecisionRetention
+from consumer.settings import CompactionSettings, RetentionSettings, TopicSettings
 from consumer.store.codec import decision_point, memory_point, seen_point
 from consumer.typing import MembershipFence, MemoryStore, RecordPublisher
 from consumer.validation import ParsedCommand, Rejection, parse_record
@@ -142,10 +143,12 @@ class BatchProcessor:
         reconcile: bool = False,
         compaction: CompactionSettings | None = None,
         membership: MembershipFence | None = None,
+        retention: RetentionSettings | None = None,
     ) -> None:
         """`reconcile`: re-check scopes after inserting, for a store shared by
         consumers whose work may overlap (a Qdrant server). `membership` fences
-        writes to such a store (consumer.membership); a changelog fences its own."""
+        writes to such a store (consumer.membership); a changelog fences its own.
+        `retention`: decision retention (consumer.retention), when it sets hours."""
         self._reconcile = reconcile
         self._engine = engine
         self._store = store
@@ -187,6 +190,18 @@ class BatchProcessor:
                 dimension=dimension or engine.embedder.dimension,
             )
             if compaction is not None and compaction.periodic
+            else None
+        )
+        self._retention = (
+            DecisionRetention(
+                settings=retention,
+                store=store,
+                changelog=changelog,
+                shards_behind=self._shard_behind,
+                metrics=self._metrics,
+                membership=membership,
+            )
+            if retention is not None and retention.decisions_hours is not None
             else None
         )
 
@@ -362,6 +377,8 @@ class BatchProcessor:
         if self._periodic is not None and by_partition:
             touched = [(p, c.scope) for p, candidates in by_partition.items() for c in candidates]
             await self._periodic.after_batch(touched)
+        if self._retention is not None and by_partition:
+            await self._retention.after_batch(by_partition)
         return summary
 
     async def _look_ahead(
@@ -537,6 +554,7 @@ class BatchProcessor:
     ) -> tuple[list[DecisionRecord], dict[str, tuple[Decision, bytes]]]:
         records: list[DecisionRecord] = []
         payloads: dict[str, tuple[Decision, bytes]] = {}
+        decided_at_s = time.time()
         for outcome in outcomes:
             candidate = outcome.candidate
             decision_id = decision_id_for(candidate.event.event_id)
@@ -554,6 +572,7 @@ class BatchProcessor:
                     decision=outcome.decision,
                     event_json=payload.decode(),
                     basis_json=reversal_basis(outcome),
+                    decided_at_s=decided_at_s,
                 )
             )
         return records, payloads

@@ -40,3 +40,6 @@ class OutgoingRecord:
     # False: an internal record (the changelog) that nobody reads headers of gets
     # none of the broker's (content type, a fresh correlation id).
     broker_headers: bool = True
+    # Published with a null value (`value` is ignored): a compacted topic then
+    # forgets the key.
+    tombstone: bool = False

@@ -228,6 +228,22 @@ class CompactionSettings(BaseModel):
     interval_s: Annotated[float, Field(gt=0)] = 86_400.0
 
 
+class RetentionSettings(BaseModel):
+    """How long decision records are kept (consumer.retention)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # A redelivered event re-emits its stored decision; once that is pruned, the
+    # event is decided again (an exact skip into its memory). Keep decisions at
+    # least as long as the input topic keeps events: its retention.ms plus
+    # segment.ms (Kafka deletes whole segments). None: keep every decision.
+    decisions_hours: Annotated[float | None, Field(gt=0)] = None
+    # How often each partition is checked, and the most decisions pruned per check
+    # (a partition with more left is checked again after its next batch).
+    interval_s: Annotated[float, Field(gt=0)] = 300.0
+    max_per_run: Annotated[int, Field(ge=1, le=100_000)] = 5_000
+
+
 class EmbeddingSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -384,6 +400,7 @@ class Settings(BaseSettings):
     embedding: EmbeddingSettings = EmbeddingSettings()
     dedup: DedupSettings = DedupSettings()
     compaction: CompactionSettings = CompactionSettings()
+    retention: RetentionSettings = RetentionSettings()
     retry: RetrySettings = RetrySettings()
     limits: LimitSettings = LimitSettings()
     log: LogSettings = LogSettings()

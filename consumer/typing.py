@@ -80,9 +80,19 @@ class MemoryStore(Protocol):
         ...
 
     async def apply_points(
-        self, partition: int, points: Sequence[RawPoint], *, changelog_offset: int | None
+        self,
+        partition: int,
+        points: Sequence[RawPoint],
+        *,
+        changelog_offset: int | None,
+        deleted_ids: Sequence[str] = (),
     ) -> None:
-        """Restore points read from the changelog."""
+        """Delete `deleted_ids`, then store points (restored from the changelog, or
+        appended to it first), with the changelog offset that covers both."""
+        ...
+
+    async def expired_decisions(self, partition: int, before: float, limit: int) -> list[str]:
+        """Ids of up to `limit` decision records decided before `before` (Unix s)."""
         ...
 
     async def changelog_position(self, partition: int) -> int | None: ...
@@ -139,3 +149,6 @@ class OutgoingRecord(Protocol):
 
     @property
     def broker_headers(self) -> bool: ...
+
+    @property
+    def tombstone(self) -> bool: ...

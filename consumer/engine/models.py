@@ -132,6 +132,9 @@ class DecisionRecord:
     # Semantic skips and merges: what a reversal needs (the event's own text and
     # the target memory before the decision), as JSON; see consumer.review.
     basis_json: str | None = None
+    # When it was decided (Unix seconds): how old it is for decision retention
+    # (None: the store stamps the time it writes it).
+    decided_at_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

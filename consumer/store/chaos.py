@@ -79,10 +79,21 @@ class OutageSwitchStore:
         await self.inner.write(partition, memories, decisions, changelog_offset=changelog_offset)
 
     async def apply_points(
-        self, partition: int, points: Sequence[RawPoint], *, changelog_offset: int | None
+        self,
+        partition: int,
+        points: Sequence[RawPoint],
+        *,
+        changelog_offset: int | None,
+        deleted_ids: Sequence[str] = (),
     ) -> None:
         self._check()
-        await self.inner.apply_points(partition, points, changelog_offset=changelog_offset)
+        await self.inner.apply_points(
+            partition, points, changelog_offset=changelog_offset, deleted_ids=deleted_ids
+        )
+
+    async def expired_decisions(self, partition: int, before: float, limit: int) -> list[str]:
+        self._check()
+        return await self.inner.expired_decisions(partition, before, limit)
 
     async def pending_memories(self, partition: int, limit: int) -> list[MemoryRecord]:
         self._check()

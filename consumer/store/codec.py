@@ -48,6 +48,8 @@ TENANT_FIELD: Final = "tenant_id"
 NAMESPACE_FIELD: Final = "namespace"
 HASH_FIELD: Final = "content_hash"
 EVENT_ID_FIELD: Final = "event_id"
+# A decision's time (Unix seconds), range-indexed: decision retention prunes by it.
+DECIDED_AT_FIELD: Final = "decided_at_s"
 # Keyword indexes created with the collection; the tenant one is the Qdrant tenant key.
 META_NAMESPACE: Final = uuid.UUID("3c9e2f41-7a65-5d08-b1c4-92e7d0a6f853")
 INDEXED_FIELDS: Final = (TENANT_FIELD, NAMESPACE_FIELD, KIND_FIELD, HASH_FIELD, EVENT_ID_FIELD)
@@ -133,6 +135,7 @@ def decision_payload(record: DecisionRecord) -> dict[str, Any]:
         "decision": record.decision.value,
         "event_json": record.event_json,
         "basis_json": record.basis_json,
+        DECIDED_AT_FIELD: record.decided_at_s,
     }
 
 
@@ -147,6 +150,7 @@ def decision_from_payload(payload: dict[str, Any]) -> DecisionRecord:
         decision=Decision(payload["decision"]),
         event_json=payload["event_json"],
         basis_json=payload.get("basis_json"),
+        decided_at_s=payload.get(DECIDED_AT_FIELD),
     )
 
 

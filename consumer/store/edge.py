@@ -32,6 +32,7 @@ from qdrant_edge import (
     Query,
     QueryBatchRequest,
     QueryRequest,
+    RangeFloat,
     ScrollRequest,
     SearchParams,
     UpdateOperation,
@@ -90,6 +91,9 @@ def stored_payload(point: codec.RawPoint) -> dict[str, Any]:
             stored[SEARCH_SCOPE_FIELD] = _search_scope(stored)
     else:
         stored = {codec.KIND_FIELD: kind} if kind is not None else {}
+        if kind == codec.DECISION_KIND:
+            decided_at = payload.get(codec.DECIDED_AT_FIELD)
+            stored[codec.DECIDED_AT_FIELD] = time.time() if decided_at is None else decided_at
     stored[PAYLOAD_JSON_FIELD] = point.payload_json()
     return stored
 
@@ -166,6 +170,38 @@ def _complete_search_scope(shard: Any, partition: int) -> None:
         )
 
 
+def _complete_decision_times(shard: Any, partition: int) -> None:
+    """Give the shard's decisions that lack `DECIDED_AT_FIELD` (written before it
+    existed) the time of this open, so that retention keeps them one full period
+    from now rather than pruning them at once. Run at every open."""
+    if codec.DECIDED_AT_FIELD not in shard.info().payload_schema:
+        shard.update(
+            UpdateOperation.create_field_index(codec.DECIDED_AT_FIELD, PayloadSchemaType.Float)
+        )
+    lacking = Filter(
+        must=[
+            _match(codec.KIND_FIELD, codec.DECISION_KIND),
+            IsEmptyCondition(key=codec.DECIDED_AT_FIELD),
+        ]
+    )
+    undated = shard.count(CountRequest(filter=lacking, exact=True))
+    if undated:
+        shard.update(
+            UpdateOperation.set_payload_by_filter(lacking, {codec.DECIDED_AT_FIELD: time.time()})
+        )
+        shard.flush()
+        log.info("shard_decision_times_set", partition=partition, decisions=undated)
+
+
+def _expired_filter(before: float) -> Filter:
+    return Filter(
+        must=[
+            _match(codec.KIND_FIELD, codec.DECISION_KIND),
+            FieldCondition(key=codec.DECIDED_AT_FIELD, range=RangeFloat(lt=before)),
+        ]
+    )
+
+
 def _search_filter(tenant_id: str, namespace: str) -> Filter:
     return Filter(must=[_match(SEARCH_SCOPE_FIELD, scope_key(tenant_id, namespace))])
 
@@ -232,6 +268,7 @@ class EdgeMemoryStore:
         if path.exists() and any(path.iterdir()):
             shard = EdgeShard.load(str(path))
             _complete_search_scope(shard, partition)
+            _complete_decision_times(shard, partition)
         else:
             path.mkdir(parents=True, exist_ok=True)
             config = EdgeConfig(vectors=EdgeVectorParams(self._dimension, Distance.Cosine))
@@ -243,6 +280,9 @@ class EdgeMemoryStore:
                     else PayloadSchemaType.Keyword
                 )
                 shard.update(UpdateOperation.create_field_index(field, schema))
+            shard.update(
+                UpdateOperation.create_field_index(codec.DECIDED_AT_FIELD, PayloadSchemaType.Float)
+            )
         self._shards[partition] = shard
         self._last_flush[partition] = time.monotonic()
         log.info("shard_opened", partition=partition, path=str(path))
@@ -353,11 +393,17 @@ class EdgeMemoryStore:
         await self.apply_points(partition, points, changelog_offset=changelog_offset)
 
     async def apply_points(
-        self, partition: int, points: Sequence[codec.RawPoint], *, changelog_offset: int | None
+        self,
+        partition: int,
+        points: Sequence[codec.RawPoint],
+        *,
+        changelog_offset: int | None,
+        deleted_ids: Sequence[str] = (),
     ) -> None:
-        """Upsert points, and the changelog position they bring the shard to, in one
-        operation: the position never runs ahead of the data."""
-        if not points and changelog_offset is None:
+        """Delete `deleted_ids`, then upsert points and the changelog position they
+        bring the shard to, in one operation: the position never runs ahead of the
+        data."""
+        if not points and not deleted_ids and changelog_offset is None:
             return
         extra = (
             [codec.meta_point(partition, changelog_offset, self._dimension)]
@@ -375,6 +421,8 @@ class EdgeMemoryStore:
                 operations = self._operations([*points, *extra], present)
             except Exception as exc:  # a bad point is a bug, not the store being down
                 return exc
+            if deleted_ids:
+                operations.insert(0, UpdateOperation.delete_points(list(deleted_ids)))
             for operation in operations:
                 shard.update(operation)
             now = time.monotonic()
@@ -495,6 +543,22 @@ class EdgeMemoryStore:
             return [
                 codec.memory_from_payload(str(r.id), payload_of(r.payload), None) for r in records
             ]
+
+        return await self._run(read)
+
+    async def expired_decisions(self, partition: int, before: float, limit: int) -> list[str]:
+        """Ids of up to `limit` decision points decided before `before` (Unix s)."""
+
+        def read() -> list[str]:
+            records, _ = self._shard(partition).scroll(
+                ScrollRequest(
+                    limit=limit,
+                    filter=_expired_filter(before),
+                    with_payload=False,
+                    with_vector=False,
+                )
+            )
+            return [str(record.id) for record in records]
 
         return await self._run(read)
 

@@ -98,7 +98,15 @@ class QdrantServerStore:
                 )
                 await self._client.create_payload_index(self._collection, field, schema)
 
+        async def ensure_decision_time_index() -> None:
+            # Also on collections created before the field (creating it is idempotent).
+            await self._client.create_payload_index(
+                self._collection, codec.DECIDED_AT_FIELD, models.PayloadSchemaType.FLOAT
+            )
+
         await self._call(ensure)
+        if self._payload_indexes:
+            await self._call(ensure_decision_time_index)
 
     async def get_memories(
         self, partition: int, memory_ids: Sequence[str]
@@ -267,8 +275,15 @@ class QdrantServerStore:
         return total
 
     async def apply_points(
-        self, partition: int, points: Sequence[codec.RawPoint], *, changelog_offset: int | None
+        self,
+        partition: int,
+        points: Sequence[codec.RawPoint],
+        *,
+        changelog_offset: int | None,
+        deleted_ids: Sequence[str] = (),
     ) -> None:
+        if deleted_ids:
+            await self.delete_memories(partition, deleted_ids)
         if not points:
             return
         placeholder = codec.placeholder_vector(self._dimension)
@@ -311,6 +326,26 @@ class QdrantServerStore:
             )
         )
         return [codec.memory_from_payload(str(r.id), r.payload or {}, None) for r in records]
+
+    async def expired_decisions(self, partition: int, before: float, limit: int) -> list[str]:
+        """Up to `limit` decisions of the whole collection decided before `before`
+        (Unix s); decisions stored without a time are kept."""
+        expired = models.Filter(
+            must=[
+                _match(codec.KIND_FIELD, codec.DECISION_KIND),
+                models.FieldCondition(key=codec.DECIDED_AT_FIELD, range=models.Range(lt=before)),
+            ]
+        )
+        records, _ = await self._call(
+            lambda: self._client.scroll(
+                self._collection,
+                scroll_filter=expired,
+                limit=limit,
+                with_payload=False,
+                with_vectors=False,
+            )
+        )
+        return [str(record.id) for record in records]
 
     async def delete_memories(self, partition: int, memory_ids: Sequence[str]) -> None:
         if not memory_ids:

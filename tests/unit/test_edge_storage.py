@@ -8,6 +8,7 @@ import json
 import math
 import subprocess
 import sys
+import time
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -221,7 +222,10 @@ async def test_shards_with_plain_payloads_are_still_read(store: EdgeMemoryStore)
     earlier_shard(store, 0, [Point(p.point_id, p.vector, p.payload) for p in points])
 
     assert (await store.get_memories(0, [MEMORY_ID]))[MEMORY_ID] == stored
-    assert (await store.get_decisions(0, ["e9"]))["e9"] == decision()
+    found_decision = (await store.get_decisions(0, ["e9"]))["e9"]
+    # Undated, so the open stamped it (decision retention counts from then).
+    assert replace(found_decision, decided_at_s=None) == decision()
+    assert abs((found_decision.decided_at_s or 0.0) - time.time()) < 60
     query = SimilarityQuery(Scope("tenant-a", "prefs"), stored.vector or [], 5)
     [found] = await store.search(0, [query])
     assert [m.memory for m in found] == [stored]
@@ -391,7 +395,8 @@ async def test_a_seen_update_follows_the_points_before_it_and_skips_a_missing_me
 
 
 def test_only_points_read_by_scope_store_their_scope_as_fields() -> None:
-    """A decision is read by id: its scope is not converted into stored fields."""
+    """A decision is read by id: its scope is not converted into stored fields,
+    only its time (decision retention prunes by it)."""
     assert set(edge.stored_payload(codec.memory_point(memory(), DIMENSION))) == {
         "kind",
         "tenant_id",
@@ -401,10 +406,13 @@ def test_only_points_read_by_scope_store_their_scope_as_fields() -> None:
     }
     pending = codec.memory_point(memory(vector=None), DIMENSION)
     assert edge.SEARCH_SCOPE_FIELD not in edge.stored_payload(pending)
-    assert set(edge.stored_payload(codec.decision_point(decision(), DIMENSION))) == {
-        "kind",
-        edge.PAYLOAD_JSON_FIELD,
-    }
+    dated = replace(decision(), decided_at_s=1_700_000_000.5)
+    stored_decision = edge.stored_payload(codec.decision_point(dated, DIMENSION))
+    assert set(stored_decision) == {"kind", codec.DECIDED_AT_FIELD, edge.PAYLOAD_JSON_FIELD}
+    assert stored_decision[codec.DECIDED_AT_FIELD] == 1_700_000_000.5
+    # Undated (restored from an earlier version's changelog): the time it is stored.
+    undated = edge.stored_payload(codec.decision_point(decision(), DIMENSION))
+    assert abs(undated[codec.DECIDED_AT_FIELD] - time.time()) < 60
 
 
 def test_a_seen_point_carries_the_values_a_whole_write_would() -> None:
