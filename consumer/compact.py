@@ -73,7 +73,8 @@ async def state_from_changelog(
     written = sorted(
         (partition, offset, value) for (partition, _), (offset, value) in latest.items()
     )
-    points = [codec.RawPoint.from_bytes(value) for _, _, value in written if value is not None]
+    # A tombstone (null or empty value): the point was deleted.
+    points = [codec.RawPoint.from_bytes(value) for _, _, value in written if value]
     collect_points(state, points, tenant, namespace)
     return state
 

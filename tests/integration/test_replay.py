@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from consumer.changelog import Changelog
+from consumer.engine.normalize import decision_id_for
 from consumer.replay import ReplayRefused, ResetTarget, reset_offsets
+from consumer.store.edge import EdgeMemoryStore
+from consumer.topic_reader import read_all
 from tests.integration.harness import (
     StoreFactory,
     committed_offsets,
+    decisions_by_event,
     event,
     make_settings,
     produce,
     read_outputs,
     running_consumer,
     wait_committed,
+    wait_until,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -122,3 +129,75 @@ async def test_replay_is_refused_while_the_group_has_active_members(
             assert await committed_offsets(settings) == before
     finally:
         await stores.close()
+
+
+class _NoPublisher:
+    async def publish_all(self, records: Any) -> list[int]:
+        raise AssertionError("a restore publishes nothing")
+
+
+async def test_decisions_past_their_retention_are_deleted_and_stay_deleted_in_a_restore(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    """Decisions older than retention.decisions_hours (here one second) go from the
+    shard and, as tombstones, from the changelog; a restored shard lacks them too.
+    A redelivered event whose decision is gone is decided again: an exact skip
+    into the memory its first delivery made, no new memory."""
+    settings = make_settings(
+        local_broker.bootstrap_servers,
+        tmp_path,
+        topics={"partitions": 1},
+        retention={"decisions_hours": 1 / 3600, "interval_s": 0.05},
+    )
+    stores = StoreFactory("edge", settings)
+    first = [event("r1", "User lives in Paris"), event("r2", "User drinks green tea")]
+    try:
+        store = await stores.open()
+        async with running_consumer(settings, real_embedder, store):
+            await produce(settings, first)
+            await read_outputs(settings, at_least=2)
+            assert set(await store.get_decisions(0, ["r1", "r2"])) == {"r1", "r2"}
+            await asyncio.sleep(1.2)
+            # The next batch of the partition prunes the decisions older than 1 s.
+            await produce(settings, [event("r3", "User owns a red bicycle")])
+            await read_outputs(settings, at_least=3)
+
+            async def pruned() -> bool:
+                return not await store.get_decisions(0, ["r1", "r2"])
+
+            assert await wait_until(pruned, timeout_s=10)
+            assert set(await store.get_decisions(0, ["r3"])) == {"r3"}
+            await produce(settings, [event("r1", "User lives in Paris")])
+            outputs = decisions_by_event(await read_outputs(settings, at_least=4), settings)
+        assert await stores.count() == 3
+    finally:
+        await stores.close()
+
+    accepted, again = outputs["r1"]
+    assert accepted["decision"] == "accepted"
+    assert (again["decision"], again["reason"]) == ("skipped", "exact")
+    assert again["memory_id"] == accepted["memory_id"]
+
+    records = [r async for r in read_all(settings, [settings.topics.changelog])]
+    tombstoned = {r.key.decode() for r in records if r.value is None}
+    assert {decision_id_for("r1"), decision_id_for("r2")} <= tombstoned
+
+    fresh = EdgeMemoryStore(
+        root=tmp_path / "fresh", collection=settings.qdrant.collection, topic=settings.topics.input
+    )
+    await fresh.start(real_embedder.dimension)
+    changelog = Changelog(
+        topic=settings.topics.changelog,
+        bootstrap_servers=settings.kafka.bootstrap_servers,
+        publisher=_NoPublisher(),
+    )
+    try:
+        await changelog.restore(0, fresh)
+        restored = await fresh.get_decisions(0, ["r1", "r2", "r3"])
+        assert await fresh.count_memories(0) == 3
+    finally:
+        await changelog.close()
+        await fresh.close()
+    # r2's decision is gone; r1's is the one its redelivery wrote after the tombstone.
+    assert "r2" not in restored
+    assert restored["r1"].decision.value == "skipped"

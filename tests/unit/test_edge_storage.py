@@ -459,3 +459,42 @@ def test_payload_json_keeps_what_the_standard_library_reads_back() -> None:
     assert decoded["ratio"] == payload["ratio"]
     assert math.isnan(decoded["missing"])
     assert decoded["big"] == math.inf
+
+
+async def test_expired_decisions_are_found_and_deleted_with_the_changelog_position(
+    store: EdgeMemoryStore,
+) -> None:
+    await store.start(DIMENSION)
+    decisions = [replace(decision(f"e{n}"), decided_at_s=1_000.0 + n) for n in range(5)]
+    await store.write(0, [memory()], decisions, changelog_offset=10)
+    expired = await store.expired_decisions(0, 1_003.0, limit=10)
+    assert sorted(expired) == sorted(d.decision_id for d in decisions[:3])
+    assert len(await store.expired_decisions(0, 1_003.0, limit=2)) == 2
+
+    await store.apply_points(0, [], changelog_offset=11, deleted_ids=expired)
+    left = await store.get_decisions(0, [d.event_id for d in decisions])
+    assert sorted(left) == ["e3", "e4"]
+    assert await store.changelog_position(0) == 11
+    assert await store.expired_decisions(0, 1_003.0, limit=10) == []
+    assert await store.count_memories(0) == 1  # memories are never pruned
+
+
+async def test_a_shard_written_before_decision_times_dates_its_decisions_when_opened(
+    store: EdgeMemoryStore,
+) -> None:
+    """Its decisions are kept one retention period from the first open, not
+    pruned at once; later decisions carry their own time."""
+    await store.start(DIMENSION)
+    undated = codec.decision_point(decision("e1"), DIMENSION)
+    payload = {k: v for k, v in undated.payload.items() if k != codec.DECIDED_AT_FIELD}
+    legacy = codec.RawPoint(undated.point_id, undated.vector, payload)
+    earlier_shard(store, 0, [Point(legacy.point_id, {}, edge.stored_payload(legacy))])
+    # stored_payload stamps undated decisions; an earlier version wrote none.
+    shard = EdgeShard.load(str(store.shard_path(0)))
+    shard.update(UpdateOperation.delete_payload([legacy.point_id], [codec.DECIDED_AT_FIELD]))
+    shard.flush()
+    shard.close()
+
+    opened_at = time.time()
+    assert await store.expired_decisions(0, opened_at + 3600, limit=10) == [legacy.point_id]
+    assert await store.expired_decisions(0, opened_at - 60, limit=10) == []

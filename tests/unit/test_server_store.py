@@ -39,3 +39,27 @@ async def test_points_and_seen_updates_apply_in_order() -> None:
         assert (await store.get_memories(0, [MEMORY_ID]))[MEMORY_ID] == lowered
     finally:
         await store.close()
+
+
+async def test_expired_decisions_are_found_and_deleted() -> None:
+    store = QdrantServerStore.connect(collection="retention", location=":memory:")
+    await store.start(DIMENSION)
+    try:
+        old, new = (
+            replace(decision(event_id), decided_at_s=at)
+            for event_id, at in (("old", 1_000.0), ("new", 2_000.0))
+        )
+        undated = decision("undated")  # written before decisions had a time: kept
+        await store.write(0, [memory()], [old, new, undated])
+        expired = await store.expired_decisions(0, 1_500.0, limit=10)
+        assert expired == [old.decision_id]
+        assert await store.expired_decisions(0, 2_500.0, limit=1) in (
+            [old.decision_id],
+            [new.decision_id],
+        )
+        await store.apply_points(0, [], changelog_offset=None, deleted_ids=expired)
+        left = await store.get_decisions(0, ["old", "new", "undated"])
+        assert set(left) == {"new", "undated"}
+        assert await store.count_memories(0) == 1
+    finally:
+        await store.close()

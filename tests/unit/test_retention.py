@@ -1,0 +1,193 @@
+"""Decision retention's schedule and write order, on a fake store and changelog."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from consumer.changelog import _changes
+from consumer.errors import StoreUnavailable
+from consumer.metrics import ServiceMetrics
+from consumer.retention import DecisionRetention
+from consumer.settings import RetentionSettings
+from consumer.store import codec
+
+HOUR = 3600.0
+
+
+class FakeStore:
+    def __init__(self, decided_at: dict[int, dict[str, float]]) -> None:
+        # partition -> decision id -> decided at
+        self.decided_at = decided_at
+        self.calls: list[tuple[Any, ...]] = []
+        self.fail_apply = False
+
+    async def expired_decisions(self, partition: int, before: float, limit: int) -> list[str]:
+        self.calls.append(("expired", partition, before, limit))
+        found = sorted(i for i, at in self.decided_at.get(partition, {}).items() if at < before)
+        return found[:limit]
+
+    async def apply_points(
+        self,
+        partition: int,
+        points: Sequence[Any],
+        *,
+        changelog_offset: int | None,
+        deleted_ids: Sequence[str] = (),
+    ) -> None:
+        self.calls.append(("apply", partition, list(points), changelog_offset, list(deleted_ids)))
+        if self.fail_apply:
+            raise StoreUnavailable("store down")
+        for point_id in deleted_ids:
+            self.decided_at[partition].pop(point_id, None)
+
+
+class FakeChangelog:
+    def __init__(self, store: FakeStore, behind: set[int]) -> None:
+        self.store = store
+        self.behind = behind
+        self.offset = 100
+
+    async def append(
+        self, partition: int, points: Sequence[Any], *, deleted_ids: Sequence[str] = ()
+    ) -> int:
+        # Marked behind before the append reaches the changelog.
+        assert partition in self.behind
+        self.store.calls.append(("append", partition, list(points), list(deleted_ids)))
+        self.offset += len(deleted_ids)
+        return self.offset
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def wall(self) -> float:
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def make(
+    store: FakeStore,
+    *,
+    changelog: bool = True,
+    max_per_run: int = 100,
+    membership: Any = None,
+) -> tuple[DecisionRetention, Clock, set[int], ServiceMetrics]:
+    clock, behind, metrics = Clock(), set[int](), ServiceMetrics()
+    retention = DecisionRetention(
+        settings=RetentionSettings(decisions_hours=24, interval_s=300, max_per_run=max_per_run),
+        store=store,  # type: ignore[arg-type]
+        changelog=FakeChangelog(store, behind) if changelog else None,  # type: ignore[arg-type]
+        shards_behind=behind,
+        metrics=metrics,
+        membership=membership,
+        clock=clock.wall,
+        monotonic=clock.monotonic,
+    )
+    return retention, clock, behind, metrics
+
+
+def pruned(metrics: ServiceMetrics) -> float:
+    return metrics.pruned_decisions._value.get()  # type: ignore[no-any-return]
+
+
+async def test_decisions_older_than_the_retention_are_tombstoned_then_deleted() -> None:
+    now = Clock().now
+    store = FakeStore({0: {"old": now - 25 * HOUR, "new": now - 23 * HOUR}, 1: {}})
+    retention, _, behind, metrics = make(store)
+    assert await retention.after_batch([0, 1]) == 1
+    assert store.calls == [
+        ("expired", 0, now - 24 * HOUR, 100),
+        ("append", 0, [], ["old"]),
+        ("apply", 0, [], 101, ["old"]),
+        ("expired", 1, now - 24 * HOUR, 100),
+    ]
+    assert store.decided_at[0] == {"new": now - 23 * HOUR}
+    assert behind == set()
+    assert pruned(metrics) == 1
+
+
+async def test_each_partition_is_checked_once_per_interval() -> None:
+    now = Clock().now
+    store = FakeStore({0: {"a": now - 30 * HOUR}})
+    retention, clock, _, _ = make(store)
+    await retention.after_batch([0])
+    store.decided_at[0]["b"] = now - 30 * HOUR
+    clock.now += 299
+    assert await retention.after_batch([0]) == 0
+    assert [c[0] for c in store.calls].count("expired") == 1
+    clock.now += 1
+    assert await retention.after_batch([0]) == 1
+    assert store.decided_at[0] == {}
+
+
+async def test_a_partition_with_more_than_a_run_is_checked_again_at_its_next_batch() -> None:
+    now = Clock().now
+    store = FakeStore({0: {f"d{n}": now - 48 * HOUR for n in range(5)}})
+    retention, _, _, metrics = make(store, max_per_run=2)
+    assert [await retention.after_batch([0]) for _ in range(4)] == [2, 2, 1, 0]
+    assert store.decided_at[0] == {}
+    assert pruned(metrics) == 5
+
+
+async def test_a_failed_delete_leaves_the_shard_behind_and_never_fails_the_batch() -> None:
+    now = Clock().now
+    store = FakeStore({0: {"old": now - 25 * HOUR}})
+    retention, clock, behind, metrics = make(store)
+    store.fail_apply = True
+    assert await retention.after_batch([0]) == 0
+    # The tombstone is in the changelog: the shard is restored before its next batch.
+    assert behind == {0}
+    assert metrics.prune_failures._value.get() == 1
+    store.fail_apply = False
+    clock.now += 300
+    assert await retention.after_batch([0]) == 1
+
+
+async def test_without_a_changelog_deletes_are_fenced_by_membership() -> None:
+    now = Clock().now
+    store = FakeStore({0: {"old": now - 25 * HOUR}})
+    checks: list[str] = []
+
+    async def ensure() -> None:
+        checks.append("ensure")
+
+    retention, _, _, _ = make(store, changelog=False, membership=SimpleNamespace(ensure=ensure))
+    assert await retention.after_batch([0]) == 1
+    assert checks == ["ensure", "ensure"]
+    assert store.calls[-1] == ("apply", 0, [], None, ["old"])
+
+
+def test_retention_needs_its_hours() -> None:
+    with pytest.raises(ValueError, match="decisions_hours"):
+        DecisionRetention(
+            settings=RetentionSettings(),
+            store=FakeStore({}),  # type: ignore[arg-type]
+            changelog=None,
+            shards_behind=set(),
+            metrics=ServiceMetrics(),
+        )
+
+
+def record(key: str, point: codec.RawPoint | None) -> SimpleNamespace:
+    return SimpleNamespace(key=key.encode(), value=point.to_bytes() if point else None)
+
+
+def test_a_changelog_run_applies_tombstones_in_order() -> None:
+    a1, a2, b, c = (
+        codec.RawPoint(point_id, [], {"kind": "decision", "n": n})
+        for point_id, n in (("a", 1), ("a", 2), ("b", 3), ("c", 4))
+    )
+    # a: written, deleted, written again; b: written then deleted; c: written;
+    # d: deleted only (written in an earlier run). An empty value is a tombstone too.
+    records = [record("a", a1), record("b", b), record("a", None), record("a", a2)]
+    records += [record("b", None), record("c", c), SimpleNamespace(key=b"d", value=b"")]
+    points, deleted = _changes(records)
+    assert [p.payload["n"] for p in points] == [2, 4]
+    assert sorted(deleted) == ["a", "b", "d"]
