@@ -64,9 +64,18 @@ def threshold_policy(settings: Settings) -> ThresholdPolicy:
     )
 
 
-def build_store(qdrant: QdrantSettings, *, input_topic: str) -> MemoryStore:
+def build_store(
+    qdrant: QdrantSettings, *, input_topic: str, decision_retention: bool = False
+) -> MemoryStore:
+    """`decision_retention`: retention.decisions_hours is set (the embedded store
+    then stores each decision's time as an indexed field)."""
     if qdrant.backend == "edge":
-        return EdgeMemoryStore(root=qdrant.path, collection=qdrant.collection, topic=input_topic)
+        return EdgeMemoryStore(
+            root=qdrant.path,
+            collection=qdrant.collection,
+            topic=input_topic,
+            decision_times=decision_retention,
+        )
     return QdrantServerStore.connect(
         collection=qdrant.collection,
         url=qdrant.url,
@@ -597,7 +606,11 @@ def create_app(
                 settings.embedding, data_dir=settings.qdrant.path
             )
         if runtime.store is None:
-            runtime.store = build_store(settings.qdrant, input_topic=settings.topics.input)
+            runtime.store = build_store(
+                settings.qdrant,
+                input_topic=settings.topics.input,
+                decision_retention=settings.retention.decisions_hours is not None,
+            )
             if settings.chaos.store_outage_file is not None:
                 runtime.store = OutageSwitchStore(
                     runtime.store, outage_file=settings.chaos.store_outage_file

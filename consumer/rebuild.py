@@ -155,7 +155,11 @@ async def rebuild(
         update={"qdrant": live_settings.qdrant.model_copy(update={"collection": target_collection})}
     )
     embedder = await load_embedder(settings.embedding, data_dir=settings.qdrant.path)
-    store = build_store(settings.qdrant, input_topic=settings.topics.input)
+    store = build_store(
+        settings.qdrant,
+        input_topic=settings.topics.input,
+        decision_retention=settings.retention.decisions_hours is not None,
+    )
     await store.start(embedder.dimension)
     report = RebuildReport()
     started = time.monotonic()

@@ -72,6 +72,7 @@ class StoreFactory:
                 root=self._settings.qdrant.path,
                 collection=self._settings.qdrant.collection,
                 topic=self._settings.topics.input,
+                decision_times=self._settings.retention.decisions_hours is not None,
             )
         elif self._current is None:
             self._current = QdrantServerStore.connect(

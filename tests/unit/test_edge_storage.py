@@ -222,10 +222,7 @@ async def test_shards_with_plain_payloads_are_still_read(store: EdgeMemoryStore)
     earlier_shard(store, 0, [Point(p.point_id, p.vector, p.payload) for p in points])
 
     assert (await store.get_memories(0, [MEMORY_ID]))[MEMORY_ID] == stored
-    found_decision = (await store.get_decisions(0, ["e9"]))["e9"]
-    # Undated, so the open stamped it (decision retention counts from then).
-    assert replace(found_decision, decided_at_s=None) == decision()
-    assert abs((found_decision.decided_at_s or 0.0) - time.time()) < 60
+    assert (await store.get_decisions(0, ["e9"]))["e9"] == decision()
     query = SimilarityQuery(Scope("tenant-a", "prefs"), stored.vector or [], 5)
     [found] = await store.search(0, [query])
     assert [m.memory for m in found] == [stored]
@@ -396,7 +393,7 @@ async def test_a_seen_update_follows_the_points_before_it_and_skips_a_missing_me
 
 def test_only_points_read_by_scope_store_their_scope_as_fields() -> None:
     """A decision is read by id: its scope is not converted into stored fields,
-    only its time (decision retention prunes by it)."""
+    only its time, and only while decision retention (which prunes by it) is on."""
     assert set(edge.stored_payload(codec.memory_point(memory(), DIMENSION))) == {
         "kind",
         "tenant_id",
@@ -406,13 +403,15 @@ def test_only_points_read_by_scope_store_their_scope_as_fields() -> None:
     }
     pending = codec.memory_point(memory(vector=None), DIMENSION)
     assert edge.SEARCH_SCOPE_FIELD not in edge.stored_payload(pending)
-    dated = replace(decision(), decided_at_s=1_700_000_000.5)
-    stored_decision = edge.stored_payload(codec.decision_point(dated, DIMENSION))
+    dated = codec.decision_point(replace(decision(), decided_at_s=1_700_000_000.5), DIMENSION)
+    assert set(edge.stored_payload(dated)) == {"kind", edge.PAYLOAD_JSON_FIELD}
+    stored_decision = edge.stored_payload(dated, decision_times=True)
     assert set(stored_decision) == {"kind", codec.DECIDED_AT_FIELD, edge.PAYLOAD_JSON_FIELD}
     assert stored_decision[codec.DECIDED_AT_FIELD] == 1_700_000_000.5
     # Undated (restored from an earlier version's changelog): the time it is stored.
-    undated = edge.stored_payload(codec.decision_point(decision(), DIMENSION))
-    assert abs(undated[codec.DECIDED_AT_FIELD] - time.time()) < 60
+    undated = codec.decision_point(decision(), DIMENSION)
+    stamped = edge.stored_payload(undated, decision_times=True)[codec.DECIDED_AT_FIELD]
+    assert abs(stamped - time.time()) < 60
 
 
 def test_a_seen_point_carries_the_values_a_whole_write_would() -> None:
@@ -461,9 +460,16 @@ def test_payload_json_keeps_what_the_standard_library_reads_back() -> None:
     assert decoded["big"] == math.inf
 
 
+def retention_store(tmp_path: Path) -> EdgeMemoryStore:
+    return EdgeMemoryStore(
+        root=tmp_path / "data", collection="memories", topic="memory.extracted", decision_times=True
+    )
+
+
 async def test_expired_decisions_are_found_and_deleted_with_the_changelog_position(
-    store: EdgeMemoryStore,
+    tmp_path: Path,
 ) -> None:
+    store = retention_store(tmp_path)
     await store.start(DIMENSION)
     decisions = [replace(decision(f"e{n}"), decided_at_s=1_000.0 + n) for n in range(5)]
     await store.write(0, [memory()], decisions, changelog_offset=10)
@@ -477,24 +483,22 @@ async def test_expired_decisions_are_found_and_deleted_with_the_changelog_positi
     assert await store.changelog_position(0) == 11
     assert await store.expired_decisions(0, 1_003.0, limit=10) == []
     assert await store.count_memories(0) == 1  # memories are never pruned
+    await store.close()
 
 
-async def test_a_shard_written_before_decision_times_dates_its_decisions_when_opened(
-    store: EdgeMemoryStore,
+async def test_a_shard_written_without_decision_times_dates_its_decisions_when_opened(
+    tmp_path: Path,
 ) -> None:
-    """Its decisions are kept one retention period from the first open, not
-    pruned at once; later decisions carry their own time."""
+    """Written before the field existed or while retention was off: its decisions
+    are kept one retention period from the first open with retention on, not
+    pruned at once."""
+    store = retention_store(tmp_path)
     await store.start(DIMENSION)
-    undated = codec.decision_point(decision("e1"), DIMENSION)
-    payload = {k: v for k, v in undated.payload.items() if k != codec.DECIDED_AT_FIELD}
-    legacy = codec.RawPoint(undated.point_id, undated.vector, payload)
-    earlier_shard(store, 0, [Point(legacy.point_id, {}, edge.stored_payload(legacy))])
-    # stored_payload stamps undated decisions; an earlier version wrote none.
-    shard = EdgeShard.load(str(store.shard_path(0)))
-    shard.update(UpdateOperation.delete_payload([legacy.point_id], [codec.DECIDED_AT_FIELD]))
-    shard.flush()
-    shard.close()
+    dated = codec.decision_point(replace(decision("e1"), decided_at_s=1_000.0), DIMENSION)
+    # As stored while retention was off: no time field to filter on.
+    earlier_shard(store, 0, [Point(dated.point_id, {}, edge.stored_payload(dated))])
 
     opened_at = time.time()
-    assert await store.expired_decisions(0, opened_at + 3600, limit=10) == [legacy.point_id]
+    assert await store.expired_decisions(0, opened_at + 3600, limit=10) == [dated.point_id]
     assert await store.expired_decisions(0, opened_at - 60, limit=10) == []
+    await store.close()
