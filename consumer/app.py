@@ -41,6 +41,7 @@ from consumer.metrics import ServiceMetrics, TimedEmbedder, component_of, hit_ra
 from consumer.partitioning import CachedDefaultPartitioner
 from consumer.pipeline import BatchProcessor, BatchSummary
 from consumer.records import InputRecord
+from consumer.retention import warn_if_shorter_than_input
 from consumer.settings import QdrantSettings, RetrySettings, Settings
 from consumer.store.chaos import OutageSwitchStore
 from consumer.store.edge import EdgeMemoryStore
@@ -601,6 +602,7 @@ def create_app(
                     log.info("topics_created", topics=created)
             except KafkaError as exc:
                 log.warning("topic_creation_failed", error=type(exc).__name__)
+        await warn_if_shorter_than_input(settings)
         if runtime.embedder is None:
             runtime.embedder = await load_embedder(
                 settings.embedding, data_dir=settings.qdrant.path

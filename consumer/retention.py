@@ -22,11 +22,13 @@ import time
 from collections.abc import Callable, Iterable
 
 import structlog
+from aiokafka.errors import KafkaError
 
 from consumer.changelog import Changelog
 from consumer.membership import fenced
 from consumer.metrics import ServiceMetrics
-from consumer.settings import RetentionSettings
+from consumer.settings import RetentionSettings, Settings
+from consumer.topics import topic_retention
 from consumer.typing import MembershipFence, MemoryStore
 
 log = structlog.get_logger(__name__)
@@ -114,3 +116,31 @@ class DecisionRetention:
             older_than_hours=round(self._keep_s / 3600.0, 3),
         )
         return len(expired)
+
+
+async def warn_if_shorter_than_input(settings: Settings) -> bool:
+    """At start-up: whether decisions would be pruned while the input topic can
+    still redeliver their events (logged as a warning, with both figures). Keeps
+    going either way; an unreadable topic configuration is logged, not fatal."""
+    hours = settings.retention.decisions_hours
+    if hours is None:
+        return False
+    topic = settings.topics.input
+    try:
+        kept = await topic_retention(settings, topic)
+    except (KafkaError, OSError) as exc:
+        log.info("input_retention_unknown", topic=topic, error=type(exc).__name__)
+        return False
+    if hours >= kept.longest_kept_hours:
+        return False
+    log.warning(
+        "decision_retention_shorter_than_input",
+        topic=topic,
+        decisions_hours=hours,
+        input_kept_hours=kept.longest_kept_hours,
+        retention_ms=kept.retention_ms,
+        segment_ms=kept.segment_ms,
+        effect="an event redelivered after its decision is pruned is decided again",
+        fix="set MEMDEDUP_RETENTION__DECISIONS_HOURS to at least input_kept_hours",
+    )
+    return True

@@ -7,12 +7,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from structlog.testing import capture_logs
 
 from consumer.changelog import Changelog
 from consumer.engine.normalize import decision_id_for
 from consumer.replay import ReplayRefused, ResetTarget, reset_offsets
+from consumer.retention import warn_if_shorter_than_input
+from consumer.settings import RetentionSettings
 from consumer.store.edge import EdgeMemoryStore
 from consumer.topic_reader import read_all
+from consumer.topics import DEFAULT_RETENTION_MS, DEFAULT_SEGMENT_MS, topic_retention
 from tests.integration.harness import (
     StoreFactory,
     committed_offsets,
@@ -201,3 +206,37 @@ async def test_decisions_past_their_retention_are_deleted_and_stay_deleted_in_a_
     # r2's decision is gone; r1's is the one its redelivery wrote after the tombstone.
     assert "r2" not in restored
     assert restored["r1"].decision.value == "skipped"
+
+
+async def test_a_decision_retention_shorter_than_the_input_topic_keeps_events_is_warned_of(
+    local_broker: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    admin = AIOKafkaAdminClient(bootstrap_servers=local_broker.bootstrap_servers)
+    await admin.start()
+    try:
+        hour = 3_600_000
+        configs = {"retention.ms": str(12 * hour), "segment.ms": str(hour)}
+        await admin.create_topics(
+            [
+                NewTopic(settings.topics.input, 1, 1, topic_configs=configs),
+                NewTopic(f"{settings.topics.input}.plain", 1, 1),
+            ]
+        )
+    finally:
+        await admin.close()
+    kept = await topic_retention(settings, settings.topics.input)
+    assert (kept.retention_ms, kept.segment_ms, kept.longest_kept_hours) == (12 * hour, hour, 13)
+    plain = await topic_retention(settings, f"{settings.topics.input}.plain")
+    assert (plain.retention_ms, plain.segment_ms) == (DEFAULT_RETENTION_MS, DEFAULT_SEGMENT_MS)
+
+    def with_hours(hours: float | None) -> Any:
+        return settings.model_copy(update={"retention": RetentionSettings(decisions_hours=hours)})
+
+    with capture_logs() as logs:
+        assert await warn_if_shorter_than_input(with_hours(12.5))
+        assert not await warn_if_shorter_than_input(with_hours(13))
+        assert not await warn_if_shorter_than_input(with_hours(None))
+    [warning] = [e for e in logs if e["log_level"] == "warning"]
+    assert warning["event"] == "decision_retention_shorter_than_input"
+    assert (warning["decisions_hours"], warning["input_kept_hours"]) == (12.5, 13)

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from aiokafka.errors import TopicAuthorizationFailedError
+from structlog.testing import capture_logs
 
+from consumer import retention as retention_module
 from consumer.changelog import _changes
 from consumer.errors import StoreUnavailable
 from consumer.metrics import ServiceMetrics
 from consumer.retention import DecisionRetention
-from consumer.settings import RetentionSettings
+from consumer.settings import RetentionSettings, load_settings
 from consumer.store import codec
+from consumer.topics import TopicRetention
 
 HOUR = 3600.0
 
@@ -191,3 +196,24 @@ def test_a_changelog_run_applies_tombstones_in_order() -> None:
     points, deleted = _changes(records)
     assert [p.payload["n"] for p in points] == [2, 4]
     assert sorted(deleted) == ["a", "b", "d"]
+
+
+def test_a_topic_keeps_a_record_up_to_its_retention_plus_a_segment() -> None:
+    hour = 3_600_000
+    assert TopicRetention(retention_ms=24 * hour, segment_ms=hour).longest_kept_hours == 25
+    assert TopicRetention(retention_ms=-1, segment_ms=hour).longest_kept_hours == math.inf
+
+
+async def test_an_unreadable_input_topic_configuration_is_logged_not_fatal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def refuse(settings: Any, topic: str) -> TopicRetention:
+        raise TopicAuthorizationFailedError()
+
+    monkeypatch.setattr(retention_module, "topic_retention", refuse)
+    settings = load_settings(retention={"decisions_hours": 1})
+    with capture_logs() as logs:
+        assert not await retention_module.warn_if_shorter_than_input(settings)
+    assert [(e["event"], e["error"]) for e in logs] == [
+        ("input_retention_unknown", "TopicAuthorizationFailedError")
+    ]
