@@ -68,8 +68,8 @@ def threshold_policy(settings: Settings) -> ThresholdPolicy:
 def build_store(
     qdrant: QdrantSettings, *, input_topic: str, decision_retention: bool = False
 ) -> MemoryStore:
-    """`decision_retention`: retention.decisions_hours is set (the embedded store
-    then stores each decision's time as an indexed field)."""
+    """`decision_retention`: retention.decisions_hours is set (each decision's
+    time is then indexed, for pruning by it)."""
     if qdrant.backend == "edge":
         return EdgeMemoryStore(
             root=qdrant.path,
@@ -83,6 +83,7 @@ def build_store(
         api_key=qdrant.api_key.get_secret_value() if qdrant.api_key else None,
         location=qdrant.location,
         timeout_s=qdrant.timeout_s,
+        decision_times=decision_retention,
     )
 
 

@@ -132,8 +132,8 @@ class DecisionRecord:
     # Semantic skips and merges: what a reversal needs (the event's own text and
     # the target memory before the decision), as JSON; see consumer.review.
     basis_json: str | None = None
-    # When it was decided (Unix seconds): how old it is for decision retention
-    # (None: the store stamps the time it writes it).
+    # When it was decided (Unix seconds), for decision retention. None: unknown
+    # (the embedded store then dates it when it stores it; a server keeps it).
     decided_at_s: float | None = None
 
 

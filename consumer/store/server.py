@@ -46,11 +46,19 @@ def _scope_filter(tenant_id: str | None, namespace: str | None, kind: str) -> mo
 
 class QdrantServerStore:
     def __init__(
-        self, *, client: AsyncQdrantClient, collection: str, payload_indexes: bool = True
+        self,
+        *,
+        client: AsyncQdrantClient,
+        collection: str,
+        payload_indexes: bool = True,
+        decision_times: bool = False,
     ) -> None:
+        """`decision_times`: decision retention is on, so decisions' times get a
+        range index (a decision's payload holds its time either way)."""
         self._client = client
         self._collection = collection
         self._payload_indexes = payload_indexes
+        self._decision_times = decision_times
         self._dimension = 0
 
     @classmethod
@@ -62,10 +70,11 @@ class QdrantServerStore:
         api_key: str | None = None,
         location: str | None = None,
         timeout_s: float = 10.0,
+        decision_times: bool = False,
     ) -> QdrantServerStore:
         if url:
             client = AsyncQdrantClient(url=url, api_key=api_key, timeout=int(timeout_s))
-            return cls(client=client, collection=collection)
+            return cls(client=client, collection=collection, decision_times=decision_times)
         # Local mode ignores payload indexes (and warns about them).
         client = AsyncQdrantClient(location=location or ":memory:")
         return cls(client=client, collection=collection, payload_indexes=False)
@@ -105,7 +114,7 @@ class QdrantServerStore:
             )
 
         await self._call(ensure)
-        if self._payload_indexes:
+        if self._payload_indexes and self._decision_times:
             await self._call(ensure_decision_time_index)
 
     async def get_memories(
