@@ -11,6 +11,11 @@ What it does, in one run (defaults; ``--quick`` shrinks every phase):
    two cores):
    - **raw model**: the same embedding backend and batch size on the texts of the
      unique phase (normalised, as the engine embeds them), as one ``embed`` call;
+   - the same texts **in the consumer's calls** (a diagnostic): per batch of
+     ``kafka.batch_max_records`` events, one call per partition, queued at once;
+     how well texts fill the model's batches depends on the texts per call, so this
+     over the raw model is what the call shape costs, and e2e over this is what
+     the rest of the pipeline costs;
    - **naive pipeline** (the seeds' shape): per event parse, embed one, query one,
      upsert one, publish one with ``send_and_wait``; no batching; on a sample of
      ``--naive-events`` events of the same mix.
@@ -592,6 +597,35 @@ async def raw_model(embedder: Any, texts: list[str]) -> dict[str, float]:
     }
 
 
+async def raw_model_in_consumer_calls(
+    embedder: Any, events: Sequence[Event], *, partitions: int, batch_records: int
+) -> dict[str, float]:
+    """The same texts in the calls the consumer makes of them: per batch of
+    `batch_records` (in publish order), one call per partition, the batch's calls
+    queued at once. A diagnostic: the texts per call decide how well the model's
+    batches fill (e2e unique / this = what the pipeline costs beyond call shape)."""
+    from consumer.engine.normalize import normalize_content
+    from consumer.partitioning import canonical_partition
+
+    began, cpu = time.perf_counter(), time.process_time()
+    calls = 0
+    for start in range(0, len(events), batch_records):
+        by_partition: dict[int, list[str]] = {}
+        for event in events[start : start + batch_records]:
+            partition = canonical_partition(event.key, partitions)
+            by_partition.setdefault(partition, []).append(normalize_content(event.content))
+        calls += len(by_partition)
+        await asyncio.gather(*(embedder.embed(texts) for texts in by_partition.values()))
+    seconds = time.perf_counter() - began
+    return {
+        "texts": len(events),
+        "calls": calls,
+        "seconds": seconds,
+        "texts_per_s": len(events) / seconds,
+        "cpu_s": time.process_time() - cpu,
+    }
+
+
 async def naive_pipeline(
     embedder: Any, events: Sequence[Event], *, bootstrap: str, workdir: Path
 ) -> dict[str, float]:
@@ -701,6 +735,12 @@ def start_consumer(env: dict[str, str], log_path: Path) -> tuple[subprocess.Pope
     return process, " ".join(command[1:])
 
 
+def consumer_settings(args: argparse.Namespace) -> dict[str, str]:
+    """The `--consumer-setting NAME=VALUE` pairs."""
+    pairs = (item.partition("=") for item in getattr(args, "consumer_setting", None) or [])
+    return {name: value for name, _, value in pairs}
+
+
 def consumer_env(args: argparse.Namespace, bootstrap: str, workdir: Path) -> dict[str, str]:
     env = {
         key: value
@@ -722,9 +762,7 @@ def consumer_env(args: argparse.Namespace, bootstrap: str, workdir: Path) -> dic
             "HF_HUB_OFFLINE": "1",
         }
     )
-    for item in getattr(args, "consumer_setting", None) or []:
-        name, _, value = item.partition("=")
-        env[name] = value
+    env.update(consumer_settings(args))
     if args.fetch_max_wait_ms:
         env[FETCH_WAIT_ENV] = str(args.fetch_max_wait_ms)
     return env
@@ -774,6 +812,22 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         print(
             f"raw model: {report['raw_model']['texts_per_s']:,.0f} texts/s "
             f"({len(unique_texts):,} unique texts, batch {args.embed_batch})",
+            flush=True,
+        )
+        report["raw_model_consumer_calls"] = await raw_model_in_consumer_calls(
+            embedder,
+            unique_phase,
+            partitions=settings.topics.partitions,
+            batch_records=int(
+                consumer_settings(args).get(
+                    "MEMDEDUP_KAFKA__BATCH_MAX_RECORDS", settings.kafka.batch_max_records
+                )
+            ),
+        )
+        print(
+            "raw model in the consumer's calls: "
+            f"{report['raw_model_consumer_calls']['texts_per_s']:,.0f} texts/s "
+            f"({report['raw_model_consumer_calls']['calls']:,} calls)",
             flush=True,
         )
         report["naive"] = await naive_pipeline(
@@ -862,12 +916,15 @@ def summarise(report: dict[str, Any]) -> None:
     raw = report["raw_model"]["texts_per_s"]
     e2e_unique = phases["unique"]["events_per_s"]
     e2e_model = model_events / mixed["seconds"]
+    shaped = report["raw_model_consumer_calls"]["texts_per_s"]
     derived = {
         "e2e_events_per_s": mixed["events_per_s"],
         "e2e_unique_per_s": e2e_unique,
         "e2e_model_events_per_s": e2e_model,
         "raw_model_texts_per_s": raw,
         "e2e_unique_over_raw": e2e_unique / raw,
+        "raw_in_consumer_calls_over_raw": shaped / raw,
+        "e2e_unique_over_raw_in_consumer_calls": e2e_unique / shaped,
         "e2e_model_events_over_raw": e2e_model / raw,
         "naive_events_per_s": report["naive"]["events_per_s"],
         "e2e_over_naive": mixed["events_per_s"] / report["naive"]["events_per_s"],
@@ -884,6 +941,14 @@ def summarise(report: dict[str, Any]) -> None:
         ("e2e unique-phase events/s", e2e_unique, None, ""),
         ("raw model texts/s (same texts, batch)", raw, None, ""),
         ("e2e unique / raw model", derived["e2e_unique_over_raw"], "e2e_unique_over_raw", ">="),
+        ("raw model in the consumer's calls texts/s", shaped, None, ""),
+        ("  of the raw model (call shape)", derived["raw_in_consumer_calls_over_raw"], None, ""),
+        (
+            "  e2e unique / that (pipeline)",
+            derived["e2e_unique_over_raw_in_consumer_calls"],
+            None,
+            "",
+        ),
         ("mixed: unique+paraphrase events/s", e2e_model, None, ""),
         ("mixed: unique+paraphrase / raw model", derived["e2e_model_events_over_raw"], None, ""),
         ("naive pipeline events/s", derived["naive_events_per_s"], None, ""),
