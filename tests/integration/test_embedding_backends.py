@@ -172,3 +172,31 @@ async def test_nearest_neighbour_is_the_same(
         matrix = await model.embed(corpus)
         found = [corpus[int(np.argmax(matrix @ q))] for q in await model.embed(queries)]
         assert found == [paraphrase for _, paraphrase in PARAPHRASES]
+
+
+async def test_torch_batches_texts_by_token_count(
+    real_embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The torch backend groups a call's texts by token count (`plan_batches`):
+    each text's vector is the one it gets alone."""
+    model = real_embedder._model
+    texts = [f"user {' '.join(['really'] * (n % 7))} likes item {n}" for n in range(40)] + SENTENCES
+    alone = np.stack([(await real_embedder.embed([text]))[0] for text in texts])
+    batches: list[list[str]] = []
+    encode = model.encode
+
+    def recording_encode(batch: list[str], **kwargs: Any) -> Any:
+        batches.append(list(batch))
+        return encode(batch, **kwargs)
+
+    monkeypatch.setattr(model, "encode", recording_encode)
+    together = await real_embedder.embed(texts)
+    np.testing.assert_allclose(together, alone, atol=1e-5)
+    counts = [[len(ids) for ids in model.tokenizer(batch)["input_ids"]] for batch in batches]
+    assert sorted(text for batch in batches for text in batch) == sorted(texts)
+    assert all(len(batch) <= 64 for batch in batches)
+    # Longest first, and a batch holding 8 texts takes no shorter one.
+    assert [c[0] for c in counts] == sorted((c[0] for c in counts), reverse=True)
+    assert all(c == sorted(c, reverse=True) for c in counts)
+    assert all(c[i] == c[i - 1] for c in counts for i in range(8, len(c)))
+    assert len(batches) > 1
