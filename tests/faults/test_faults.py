@@ -22,12 +22,10 @@ from typing import Any
 
 import pytest
 
-from consumer.changelog import Changelog
 from consumer.compact import load_state
 from consumer.engine.models import DecisionRecord
 from consumer.localbroker import LocalBroker, free_port
 from consumer.settings import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_MERGE_THRESHOLD, Settings
-from consumer.store.edge import EdgeMemoryStore
 from consumer.topic_reader import read_all
 from consumer.topics import ensure_topics
 from tests.faults.harness import (
@@ -43,7 +41,12 @@ from tests.faults.harness import (
     stop_all,
     wait_for_all,
 )
-from tests.integration.harness import produce, read_outputs, wait_until
+from tests.integration.harness import (
+    produce,
+    read_outputs,
+    restored_from_changelog,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.faults, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -219,24 +222,11 @@ async def restore_changelog(
 ) -> tuple[int, dict[str, DecisionRecord]]:
     """Restore every partition's changelog into a fresh store under `root`: the
     memories it holds, and its decision records of the dataset's events."""
-    fresh = EdgeMemoryStore(
-        root=root, collection=settings.qdrant.collection, topic=settings.topics.input
-    )
-    await fresh.start(384)
-    changelog = Changelog(
-        topic=settings.topics.changelog,
-        bootstrap_servers=settings.kafka.bootstrap_servers,
-        publisher=_NoPublisher(),
-    )
-    stored: dict[str, DecisionRecord] = {}
-    try:
+    async with restored_from_changelog(settings, root) as fresh:
+        stored: dict[str, DecisionRecord] = {}
         for partition in range(settings.topics.partitions):
-            await changelog.restore(partition, fresh)
             stored.update(await fresh.get_decisions(partition, sorted(dataset.event_ids)))
         return await fresh.count_memories(), stored
-    finally:
-        await changelog.close()
-        await fresh.close()
 
 
 async def test_a_consumer_stalled_past_its_session_publishes_nothing_of_its_batch(
@@ -320,11 +310,6 @@ async def test_sigterm_with_work_in_flight_emits_no_duplicates(
     evidence.report(f"sigterm x{stops}", memories)
     check_invariants(evidence, dataset)
     assert evidence.duplicates_emitted == 0
-
-
-class _NoPublisher:
-    async def publish_all(self, records: Any) -> list[int]:
-        raise AssertionError("a restore never publishes")
 
 
 @contextlib.contextmanager

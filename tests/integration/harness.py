@@ -15,6 +15,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from consumer.app import create_app
+from consumer.changelog import Changelog
 from consumer.producer import key_for
 from consumer.settings import Settings, load_settings
 from consumer.store.edge import EdgeMemoryStore
@@ -107,6 +108,35 @@ async def running_consumer(
     finally:
         await app.stop()
         await store.release_partitions(range(settings.topics.partitions))
+
+
+class NoPublisher:
+    async def publish_all(self, records: Any) -> list[int]:
+        raise AssertionError("a restore publishes nothing")
+
+
+@asynccontextmanager
+async def restored_from_changelog(
+    settings: Settings, root: Path, dimension: int = 384
+) -> AsyncIterator[EdgeMemoryStore]:
+    """A fresh embedded store under `root`, every partition restored from the
+    changelog (as a consumer new to the partitions would)."""
+    fresh = EdgeMemoryStore(
+        root=root, collection=settings.qdrant.collection, topic=settings.topics.input
+    )
+    await fresh.start(dimension)
+    changelog = Changelog(
+        topic=settings.topics.changelog,
+        bootstrap_servers=settings.kafka.bootstrap_servers,
+        publisher=NoPublisher(),
+    )
+    try:
+        for partition in range(settings.topics.partitions):
+            await changelog.restore(partition, fresh)
+        yield fresh
+    finally:
+        await changelog.close()
+        await fresh.close()
 
 
 def event(

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from consumer.changelog import Changelog
 from consumer.compact import state_from_changelog
 from consumer.errors import StoreUnavailable
 from consumer.store import codec
@@ -28,6 +27,7 @@ from tests.integration.harness import (
     only,
     produce,
     read_outputs,
+    restored_from_changelog,
     running_consumer,
     wait_committed,
     wait_until,
@@ -530,11 +530,6 @@ def r_key_of(records: Any, event_id: str) -> bytes | None:
     return None
 
 
-class _NoPublisher:
-    async def publish_all(self, records: Any) -> list[int]:
-        raise AssertionError("a restore publishes nothing")
-
-
 async def test_a_skip_stores_a_seen_update_that_a_restore_and_the_changelog_apply(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
@@ -575,21 +570,8 @@ async def test_a_skip_stores_a_seen_update_that_a_restore_and_the_changelog_appl
     assert all(not r.headers for r in records)
     assert all("correlation_id" in o.headers for o in outputs)
 
-    fresh = EdgeMemoryStore(
-        root=tmp_path / "fresh", collection=settings.qdrant.collection, topic=settings.topics.input
-    )
-    await fresh.start(real_embedder.dimension)
-    changelog = Changelog(
-        topic=settings.topics.changelog,
-        bootstrap_servers=settings.kafka.bootstrap_servers,
-        publisher=_NoPublisher(),
-    )
-    try:
-        await changelog.restore(0, fresh)
+    async with restored_from_changelog(settings, tmp_path / "fresh") as fresh:
         restored = (await fresh.get_memories(0, [memory_id]))[memory_id]
-    finally:
-        await changelog.close()
-        await fresh.close()
     assert restored.seen_count == 3
     assert restored.last_seen_at is not None
     assert restored.last_seen_at.isoformat() == last_seen.replace("Z", "+00:00")

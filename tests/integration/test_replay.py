@@ -10,12 +10,10 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from structlog.testing import capture_logs
 
-from consumer.changelog import Changelog
 from consumer.engine.normalize import decision_id_for
 from consumer.replay import ReplayRefused, ResetTarget, reset_offsets
 from consumer.retention import warn_if_shorter_than_input
 from consumer.settings import RetentionSettings
-from consumer.store.edge import EdgeMemoryStore
 from consumer.topic_reader import read_all
 from consumer.topics import DEFAULT_RETENTION_MS, DEFAULT_SEGMENT_MS, topic_retention
 from tests.integration.harness import (
@@ -26,6 +24,7 @@ from tests.integration.harness import (
     make_settings,
     produce,
     read_outputs,
+    restored_from_changelog,
     running_consumer,
     wait_committed,
     wait_until,
@@ -136,11 +135,6 @@ async def test_replay_is_refused_while_the_group_has_active_members(
         await stores.close()
 
 
-class _NoPublisher:
-    async def publish_all(self, records: Any) -> list[int]:
-        raise AssertionError("a restore publishes nothing")
-
-
 async def run_retention_scenario(
     settings: Any, stores: StoreFactory, embedder: Any
 ) -> dict[str, list[dict[str, Any]]]:
@@ -212,22 +206,9 @@ async def test_decisions_past_their_retention_are_deleted_and_stay_deleted_in_a_
     tombstoned = {r.key.decode() for r in records if r.value is None}
     assert {decision_id_for("r1"), decision_id_for("r2")} <= tombstoned
 
-    fresh = EdgeMemoryStore(
-        root=tmp_path / "fresh", collection=settings.qdrant.collection, topic=settings.topics.input
-    )
-    await fresh.start(real_embedder.dimension)
-    changelog = Changelog(
-        topic=settings.topics.changelog,
-        bootstrap_servers=settings.kafka.bootstrap_servers,
-        publisher=_NoPublisher(),
-    )
-    try:
-        await changelog.restore(0, fresh)
+    async with restored_from_changelog(settings, tmp_path / "fresh") as fresh:
         restored = await fresh.get_decisions(0, ["r1", "r2", "r3"])
         assert await fresh.count_memories(0) == 3
-    finally:
-        await changelog.close()
-        await fresh.close()
     # r2's decision is gone; r1's is the one its redelivery wrote after the tombstone.
     assert "r2" not in restored
     assert restored["r1"].decision.value == "skipped"
