@@ -13,7 +13,7 @@ from structlog.testing import capture_logs
 from consumer.engine.normalize import decision_id_for
 from consumer.replay import ReplayRefused, ResetTarget, reset_offsets
 from consumer.retention import warn_if_shorter_than_input
-from consumer.settings import RetentionSettings
+from consumer.settings import RetentionSettings, Settings
 from consumer.topic_reader import read_all
 from consumer.topics import DEFAULT_RETENTION_MS, DEFAULT_SEGMENT_MS, topic_retention
 from tests.integration.harness import (
@@ -136,57 +136,53 @@ async def test_replay_is_refused_while_the_group_has_active_members(
 
 
 async def run_retention_scenario(
-    settings: Any, stores: StoreFactory, embedder: Any
-) -> dict[str, list[dict[str, Any]]]:
-    """r1 and r2 decided; once their decisions are over a second old, r3's batch
-    prunes them (r3's own stays); then r1 is delivered again. Returns the
-    decisions by event."""
-    first = [event("r1", "User lives in Paris"), event("r2", "User drinks green tea")]
-    store = await stores.open()
-    async with running_consumer(settings, embedder, store):
-        await produce(settings, first)
-        await read_outputs(settings, at_least=2)
-        assert set(await store.get_decisions(0, ["r1", "r2"])) == {"r1", "r2"}
-        await asyncio.sleep(1.2)
-        # The next batch of the partition prunes the decisions older than 1 s.
-        await produce(settings, [event("r3", "User owns a red bicycle")])
-        await read_outputs(settings, at_least=3)
-
-        async def pruned() -> bool:
-            return not await store.get_decisions(0, ["r1", "r2"])
-
-        assert await wait_until(pruned, timeout_s=10)
-        assert set(await store.get_decisions(0, ["r3"])) == {"r3"}
-        await produce(settings, [event("r1", "User lives in Paris")])
-        outputs = decisions_by_event(await read_outputs(settings, at_least=4), settings)
-    assert await stores.count() == 3
-    accepted, again = outputs["r1"]
-    assert accepted["decision"] == "accepted"
-    # Decided again, not replayed: an exact skip into the memory it made, no new one.
-    assert (again["decision"], again["reason"]) == ("skipped", "exact")
-    assert again["memory_id"] == accepted["memory_id"]
-    return outputs
-
-
-def retention_settings(bootstrap: str, tmp_path: Path) -> Any:
-    return make_settings(
+    kind: str, bootstrap: str, tmp_path: Path, embedder: Any
+) -> Settings:
+    """On a `kind` store, with decisions kept one second: r1 and r2 decided; once
+    their decisions are over a second old, r3's batch prunes them (r3's own stays);
+    then r1 is delivered again. Returns the run's settings."""
+    settings = make_settings(
         bootstrap,
         tmp_path,
         topics={"partitions": 1},
         retention={"decisions_hours": 1 / 3600, "interval_s": 0.05},
     )
+    stores = StoreFactory(kind, settings)
+    first = [event("r1", "User lives in Paris"), event("r2", "User drinks green tea")]
+    try:
+        store = await stores.open()
+        async with running_consumer(settings, embedder, store):
+            await produce(settings, first)
+            await read_outputs(settings, at_least=2)
+            assert set(await store.get_decisions(0, ["r1", "r2"])) == {"r1", "r2"}
+            await asyncio.sleep(1.2)
+            # The next batch of the partition prunes the decisions older than 1 s.
+            await produce(settings, [event("r3", "User owns a red bicycle")])
+            await read_outputs(settings, at_least=3)
+
+            async def pruned() -> bool:
+                return not await store.get_decisions(0, ["r1", "r2"])
+
+            assert await wait_until(pruned, timeout_s=10)
+            assert set(await store.get_decisions(0, ["r3"])) == {"r3"}
+            await produce(settings, [event("r1", "User lives in Paris")])
+            outputs = decisions_by_event(await read_outputs(settings, at_least=4), settings)
+        assert await stores.count() == 3
+    finally:
+        await stores.close()
+    accepted, again = outputs["r1"]
+    assert accepted["decision"] == "accepted"
+    # Decided again, not replayed: an exact skip into the memory it made, no new one.
+    assert (again["decision"], again["reason"]) == ("skipped", "exact")
+    assert again["memory_id"] == accepted["memory_id"]
+    return settings
 
 
 async def test_decisions_past_their_retention_are_deleted_from_a_server_store(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
     """The server adapter (qdrant-client local mode), no changelog."""
-    settings = retention_settings(local_broker.bootstrap_servers, tmp_path)
-    stores = StoreFactory("local", settings)
-    try:
-        await run_retention_scenario(settings, stores, real_embedder)
-    finally:
-        await stores.close()
+    await run_retention_scenario("local", local_broker.bootstrap_servers, tmp_path, real_embedder)
 
 
 async def test_decisions_past_their_retention_are_deleted_and_stay_deleted_in_a_restore(
@@ -195,12 +191,9 @@ async def test_decisions_past_their_retention_are_deleted_and_stay_deleted_in_a_
     """Embedded store: decisions older than retention.decisions_hours (here one
     second) go from the shard and, as tombstones, from the changelog; a shard
     restored from it lacks them too."""
-    settings = retention_settings(local_broker.bootstrap_servers, tmp_path)
-    stores = StoreFactory("edge", settings)
-    try:
-        await run_retention_scenario(settings, stores, real_embedder)
-    finally:
-        await stores.close()
+    settings = await run_retention_scenario(
+        "edge", local_broker.bootstrap_servers, tmp_path, real_embedder
+    )
 
     records = [r async for r in read_all(settings, [settings.topics.changelog])]
     tombstoned = {r.key.decode() for r in records if r.value is None}
