@@ -4,6 +4,8 @@ batches built by the publisher, and every record's offset is exact."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ from faststream.kafka import KafkaBroker
 from consumer.app import BrokerPublisher
 from consumer.partitioning import CachedDefaultPartitioner
 from consumer.records import OutgoingRecord
+from consumer.settings import Settings
 from consumer.topic_reader import read_all
 from consumer.topics import ensure_topics
 from tests.integration.harness import make_settings
@@ -21,15 +24,29 @@ from tests.integration.harness import make_settings
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 
+@asynccontextmanager
+async def connected_broker(
+    local_broker: Any, tmp_path: Path, **broker_options: Any
+) -> AsyncIterator[tuple[Settings, KafkaBroker]]:
+    """A test's settings with its topics created, and a connected broker client."""
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    await ensure_topics(settings)
+    broker = KafkaBroker(local_broker.bootstrap_servers, **broker_options)
+    await broker.connect()
+    try:
+        yield settings, broker
+    finally:
+        await broker.stop()
+
+
 async def test_batched_records_get_the_offsets_they_are_stored_at(
     local_broker: Any, tmp_path: Path
 ) -> None:
-    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
-    await ensure_topics(settings)
-    topic = settings.topics.changelog
-    broker = KafkaBroker(local_broker.bootstrap_servers, max_batch_size=4_096)
-    await broker.connect()
-    try:
+    async with connected_broker(local_broker, tmp_path, max_batch_size=4_096) as (
+        settings,
+        broker,
+    ):
+        topic = settings.topics.changelog
         publisher = BrokerPublisher(broker)
         assert publisher._direct_producer() is not None  # the batching path runs
         # Interleaved partitions, and more bytes than one batch holds (4 KiB).
@@ -43,8 +60,6 @@ async def test_batched_records_get_the_offsets_they_are_stored_at(
         keyed = await publisher.publish_all(
             [OutgoingRecord(settings.topics.accepted, b"key", b"keyed")]
         )
-    finally:
-        await broker.stop()
     assert keyed == [0]
 
     stored = {
@@ -59,13 +74,12 @@ async def test_batched_records_get_the_offsets_they_are_stored_at(
 async def test_keyed_records_are_batched_to_the_partitions_the_producer_would_pick(
     local_broker: Any, tmp_path: Path
 ) -> None:
-    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
-    await ensure_topics(settings)
-    topic = settings.topics.accepted
-    broker = KafkaBroker(local_broker.bootstrap_servers, partitioner=CachedDefaultPartitioner())
-    await broker.connect()
     sent_one_by_one: list[bytes] = []
-    try:
+    async with connected_broker(local_broker, tmp_path, partitioner=CachedDefaultPartitioner()) as (
+        settings,
+        broker,
+    ):
+        topic = settings.topics.accepted
         publisher = BrokerPublisher(broker, partitioner=CachedDefaultPartitioner())
         producer = publisher._direct_producer()
         assert producer is not None
@@ -85,8 +99,6 @@ async def test_keyed_records_are_batched_to_the_partitions_the_producer_would_pi
         offsets = await publisher.publish_all(records)
         # A record with neither key nor partition still goes through `send`.
         keyless = await publisher.publish_all([OutgoingRecord(topic, None, b"keyless")])
-    finally:
-        await broker.stop()
     assert sent_one_by_one == [b"keyless"]
     assert len(keyless) == 1
 
