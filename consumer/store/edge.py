@@ -132,14 +132,17 @@ def _search_scope(stored: dict[str, Any]) -> str:
     return scope_key(stored[codec.TENANT_FIELD], stored[codec.NAMESPACE_FIELD])
 
 
+def _ensure_index(shard: Any, field: str, schema: Any) -> None:
+    """A payload index on `field`, created if the shard lacks it (an earlier layout)."""
+    if field not in shard.info().payload_schema:
+        shard.update(UpdateOperation.create_field_index(field, schema))
+
+
 def _complete_search_scope(shard: Any, partition: int) -> None:
     """Set `SEARCH_SCOPE_FIELD` on the shard's memories that lack it: all of a shard
     written before the field existed, or those an earlier version wrote into it
     since (a rollback). Run at every open; finding none is one index lookup."""
-    if SEARCH_SCOPE_FIELD not in shard.info().payload_schema:
-        shard.update(
-            UpdateOperation.create_field_index(SEARCH_SCOPE_FIELD, PayloadSchemaType.Keyword)
-        )
+    _ensure_index(shard, SEARCH_SCOPE_FIELD, PayloadSchemaType.Keyword)
     lacking = Filter(
         must=[
             _match(codec.KIND_FIELD, codec.MEMORY_KIND),
@@ -178,10 +181,7 @@ def _complete_decision_times(shard: Any, partition: int) -> None:
     existed, or while retention was off) the time of this open, so that retention
     keeps them one full period from now rather than pruning them at once. Run at
     every open while retention is on."""
-    if codec.DECIDED_AT_FIELD not in shard.info().payload_schema:
-        shard.update(
-            UpdateOperation.create_field_index(codec.DECIDED_AT_FIELD, PayloadSchemaType.Float)
-        )
+    _ensure_index(shard, codec.DECIDED_AT_FIELD, PayloadSchemaType.Float)
     lacking = Filter(
         must=[
             _match(codec.KIND_FIELD, codec.DECISION_KIND),
