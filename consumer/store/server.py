@@ -1,7 +1,11 @@
 """Qdrant server (or cluster) through qdrant-client's AsyncQdrantClient.
 
-All consumers share one collection, so partitions need no handling here. Tests
-drive the same adapter through qdrant-client's local mode.
+All consumers share one collection, so reads by id and searches need no
+partition. Decisions and pending memories are also stamped with the input
+partition they came from (`HOME_PARTITION_FIELD`), so that the periodic work over
+them (decision retention, embedding pending memories) is done by the partition's
+owner alone instead of by every consumer over the whole collection. Tests drive
+the same adapter through qdrant-client's local mode.
 """
 
 from __future__ import annotations
@@ -22,6 +26,10 @@ from consumer.store import codec
 
 T = TypeVar("T")
 
+# The input partition a decision or pending memory was written for.
+HOME_PARTITION_FIELD = "home_partition"
+_STAMPED_KINDS = (codec.DECISION_KIND, codec.PENDING_KIND)
+
 _TRANSIENT = (
     ResponseHandlingException,
     httpx.HTTPError,
@@ -33,6 +41,28 @@ _TRANSIENT = (
 
 def _match(key: str, value: str) -> models.FieldCondition:
     return models.FieldCondition(key=key, match=models.MatchValue(value=value))
+
+
+def _stamped(payload: dict[str, Any], partition: int) -> dict[str, Any]:
+    """`payload` with its home partition, when it is of a kind worked through per
+    partition."""
+    if payload.get(codec.KIND_FIELD) in _STAMPED_KINDS:
+        return {**payload, HOME_PARTITION_FIELD: partition}
+    return payload
+
+
+def _of_partition(kind: str, partition: int, *extra: models.Condition) -> models.Filter:
+    """Points of `kind` written for `partition`, or by a version before the stamp
+    (whose owner is unknown: any consumer may take them)."""
+    return models.Filter(
+        must=[_match(codec.KIND_FIELD, kind), *extra],
+        should=[
+            models.FieldCondition(
+                key=HOME_PARTITION_FIELD, match=models.MatchValue(value=partition)
+            ),
+            models.IsEmptyCondition(is_empty=models.PayloadField(key=HOME_PARTITION_FIELD)),
+        ],
+    )
 
 
 def _scope_filter(tenant_id: str | None, namespace: str | None, kind: str) -> models.Filter:
@@ -107,15 +137,19 @@ class QdrantServerStore:
                 )
                 await self._client.create_payload_index(self._collection, field, schema)
 
-        async def ensure_decision_time_index() -> None:
+        async def ensure_index(field: str, schema: models.PayloadSchemaType) -> None:
             # Also on collections created before the field (creating it is idempotent).
-            await self._client.create_payload_index(
-                self._collection, codec.DECIDED_AT_FIELD, models.PayloadSchemaType.FLOAT
-            )
+            await self._client.create_payload_index(self._collection, field, schema)
 
         await self._call(ensure)
-        if self._payload_indexes and self._decision_times:
-            await self._call(ensure_decision_time_index)
+        if self._payload_indexes:
+            await self._call(
+                partial(ensure_index, HOME_PARTITION_FIELD, models.PayloadSchemaType.INTEGER)
+            )
+            if self._decision_times:
+                await self._call(
+                    partial(ensure_index, codec.DECIDED_AT_FIELD, models.PayloadSchemaType.FLOAT)
+                )
 
     async def get_memories(
         self, partition: int, memory_ids: Sequence[str]
@@ -254,12 +288,16 @@ class QdrantServerStore:
             return
         placeholder = codec.placeholder_vector(self._dimension)
         points = [
-            models.PointStruct(id=p.point_id, vector=p.vector, payload=p.payload)
+            models.PointStruct(
+                id=p.point_id, vector=p.vector, payload=_stamped(p.payload, partition)
+            )
             for p in (codec.memory_point(m, self._dimension) for m in memories)
         ]
         points.extend(
             models.PointStruct(
-                id=d.decision_id, vector=placeholder, payload=codec.decision_payload(d)
+                id=d.decision_id,
+                vector=placeholder,
+                payload=_stamped(codec.decision_payload(d), partition),
             )
             for d in decisions
         )
@@ -302,8 +340,9 @@ class QdrantServerStore:
         for point in points:
             if point.payload.get(codec.KIND_FIELD) != codec.SEEN_KIND:
                 vector = point.vector or placeholder
+                payload = _stamped(point.payload, partition)
                 structs.append(
-                    models.PointStruct(id=point.point_id, vector=vector, payload=point.payload)
+                    models.PointStruct(id=point.point_id, vector=vector, payload=payload)
                 )
                 continue
             await self._upsert(structs)
@@ -329,7 +368,7 @@ class QdrantServerStore:
         records, _ = await self._call(
             lambda: self._client.scroll(
                 self._collection,
-                scroll_filter=models.Filter(must=[_match(codec.KIND_FIELD, codec.PENDING_KIND)]),
+                scroll_filter=_of_partition(codec.PENDING_KIND, partition),
                 limit=limit,
                 with_payload=True,
             )
@@ -337,13 +376,12 @@ class QdrantServerStore:
         return [codec.memory_from_payload(str(r.id), r.payload or {}, None) for r in records]
 
     async def expired_decisions(self, partition: int, before: float, limit: int) -> list[str]:
-        """Up to `limit` decisions of the whole collection decided before `before`
-        (Unix s); decisions stored without a time are kept."""
-        expired = models.Filter(
-            must=[
-                _match(codec.KIND_FIELD, codec.DECISION_KIND),
-                models.FieldCondition(key=codec.DECIDED_AT_FIELD, range=models.Range(lt=before)),
-            ]
+        """Up to `limit` of the partition's decisions decided before `before` (Unix
+        s); decisions stored without a time are kept."""
+        expired = _of_partition(
+            codec.DECISION_KIND,
+            partition,
+            models.FieldCondition(key=codec.DECIDED_AT_FIELD, range=models.Range(lt=before)),
         )
         records, _ = await self._call(
             lambda: self._client.scroll(

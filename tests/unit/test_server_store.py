@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 
+from qdrant_client import models
+
 from consumer.store import codec
 from consumer.store.server import QdrantServerStore
 
@@ -61,5 +63,56 @@ async def test_expired_decisions_are_found_and_deleted() -> None:
         left = await store.get_decisions(0, ["old", "new", "undated"])
         assert set(left) == {"new", "undated"}
         assert await store.count_memories(0) == 1
+    finally:
+        await store.close()
+
+
+async def test_partition_work_is_scoped_to_the_partition_it_was_written_for() -> None:
+    """Retention and pending-memory embedding run per input partition: a consumer
+    sees its own partitions' decisions and pending memories, and those written
+    before the stamp (owner unknown), never another partition's."""
+    store = QdrantServerStore.connect(collection="partitions", location=":memory:")
+    await store.start(DIMENSION)
+    try:
+        first, second, legacy = (
+            replace(decision(event_id), decided_at_s=1_000.0)
+            for event_id in ("first", "second", "legacy")
+        )
+        pending = {
+            partition: memory(memory_id=memory_id, vector=None)
+            for partition, memory_id in (
+                (0, "00000000-0000-5000-8000-0000000000c0"),
+                (1, "00000000-0000-5000-8000-0000000000c1"),
+            )
+        }
+        await store.write(0, [pending[0]], [first])
+        await store.apply_points(
+            1,
+            [codec.memory_point(pending[1], DIMENSION), codec.decision_point(second, DIMENSION)],
+            changelog_offset=None,
+        )
+        legacy_pending_id = "00000000-0000-5000-8000-0000000000cf"
+        unstamped = [
+            models.PointStruct(
+                id=legacy.decision_id,
+                vector=codec.placeholder_vector(DIMENSION),
+                payload=codec.decision_payload(legacy),
+            ),
+            models.PointStruct(
+                id=legacy_pending_id,
+                vector=codec.placeholder_vector(DIMENSION),
+                payload=codec.memory_payload(memory(memory_id=legacy_pending_id, vector=None)),
+            ),
+        ]
+        await store._client.upsert("partitions", unstamped, wait=True)
+
+        for partition, own in ((0, first), (1, second)):
+            expired = await store.expired_decisions(partition, 2_000.0, limit=10)
+            assert sorted(expired) == sorted([own.decision_id, legacy.decision_id])
+            found = await store.pending_memories(partition, limit=10)
+            assert sorted(m.memory_id for m in found) == sorted(
+                [pending[partition].memory_id, legacy_pending_id]
+            )
+        assert await store.expired_decisions(2, 2_000.0, limit=10) == [legacy.decision_id]
     finally:
         await store.close()
