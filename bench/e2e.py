@@ -909,6 +909,30 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
+def cpu_budget(report: dict[str, Any], unique: dict[str, Any]) -> dict[str, float]:
+    """Where the unique phase's CPU goes, against what the unique target allows.
+
+    All processes on the machine share its CPUs (consumer, broker, this one), so
+    with none of it idle the unique phase runs at most at CPUs / (CPU per event).
+    The target allows CPU per event up to CPUs / (0.85 x the raw model's rate); the
+    model's own share is what it costs in the consumer's calls."""
+    events = unique["events"]
+    extra = unique["extra"]
+    cpu_s = unique["cpu_s"] + extra["broker_cpu_s"] + extra["bench_cpu_s"]
+    per_event = cpu_s / events
+    model = report["raw_model_consumer_calls"]
+    model_per_text = model["cpu_s"] / model["texts"]
+    cpus = report["machine"]["cpus"]
+    raw = report["raw_model"]["texts_per_s"]
+    return {
+        "unique_cpu_ms_per_event": 1000 * per_event,
+        "model_cpu_ms_per_text": 1000 * model_per_text,
+        "other_cpu_ms_per_event": 1000 * (per_event - model_per_text),
+        "no_idle_unique_over_raw": cpus / per_event / raw,
+        "target_cpu_ms_per_event": 1000 * cpus / (TARGETS["e2e_unique_over_raw"] * raw),
+    }
+
+
 def summarise(report: dict[str, Any]) -> None:
     phases = {p["name"]: p for p in report["phases"]}
     mixed, dups, steady = phases["mixed"], phases["exact-duplicates"], phases["steady"]
@@ -917,6 +941,7 @@ def summarise(report: dict[str, Any]) -> None:
     e2e_unique = phases["unique"]["events_per_s"]
     e2e_model = model_events / mixed["seconds"]
     shaped = report["raw_model_consumer_calls"]["texts_per_s"]
+    budget = cpu_budget(report, phases["unique"])
     derived = {
         "e2e_events_per_s": mixed["events_per_s"],
         "e2e_unique_per_s": e2e_unique,
@@ -932,6 +957,7 @@ def summarise(report: dict[str, Any]) -> None:
         "steady_p99_ms": steady["latency_ms"].get("p99", float("nan")),
         "peak_rss_mb": report["consumer"]["peak_rss_mb"],
         "consumer_cpu_s_per_1k_mixed": 1000 * mixed["cpu_s"] / mixed["events"],
+        **budget,
     }
     report["derived"] = derived
     print()
@@ -946,6 +972,31 @@ def summarise(report: dict[str, Any]) -> None:
         (
             "  e2e unique / that (pipeline)",
             derived["e2e_unique_over_raw_in_consumer_calls"],
+            None,
+            "",
+        ),
+        (
+            "unique phase: CPU ms per event (all processes)",
+            budget["unique_cpu_ms_per_event"],
+            None,
+            "",
+        ),
+        (
+            "  of which the model's (in the consumer's calls)",
+            budget["model_cpu_ms_per_text"],
+            None,
+            "",
+        ),
+        (
+            "  the rest (pipeline, Kafka, broker, reader)",
+            budget["other_cpu_ms_per_event"],
+            None,
+            "",
+        ),
+        ("  e2e unique / raw model with no CPU idle", budget["no_idle_unique_over_raw"], None, ""),
+        (
+            "  CPU ms per event the unique target allows",
+            budget["target_cpu_ms_per_event"],
             None,
             "",
         ),
