@@ -284,25 +284,11 @@ class QdrantServerStore:
         changelog_offset: int | None = None,
     ) -> None:
         """`changelog_offset` is ignored: a shared server needs no changelog."""
-        if not memories and not decisions:
-            return
-        placeholder = codec.placeholder_vector(self._dimension)
-        points = [
-            models.PointStruct(
-                id=p.point_id, vector=p.vector, payload=_stamped(p.payload, partition)
-            )
-            for p in (codec.memory_point(m, self._dimension) for m in memories)
-        ]
-        points.extend(
-            models.PointStruct(
-                id=d.decision_id,
-                vector=placeholder,
-                payload=_stamped(codec.decision_payload(d), partition),
-            )
-            for d in decisions
-        )
-        # wait=True: acknowledged only once applied, before offsets are committed.
-        await self._call(lambda: self._client.upsert(self._collection, points, wait=True))
+        points = [codec.memory_point(m, self._dimension) for m in memories]
+        points.extend(codec.decision_point(d, self._dimension) for d in decisions)
+        # Upserted with wait=True: acknowledged only once applied, before offsets
+        # are committed.
+        await self.apply_points(partition, points, changelog_offset=None)
 
     async def count_memories(
         self,
