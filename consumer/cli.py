@@ -294,6 +294,68 @@ def cmd_compact(args: argparse.Namespace) -> int:
     return 3 if outcome.unanswered else 0
 
 
+def cmd_migrate_collection(args: argparse.Namespace) -> int:
+    import httpx
+    from qdrant_client import AsyncQdrantClient
+    from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+    from consumer.store.server import CollectionCopy, copy_collection
+
+    settings = _settings(args)
+    qdrant = settings.qdrant
+    if qdrant.backend != "server":
+        raise ConfigError(
+            "migrate-collection copies a collection on a Qdrant server: set "
+            "MEMDEDUP_QDRANT__URL (and MEMDEDUP_QDRANT__API_KEY); the embedded store "
+            "stores no placeholder vectors and needs no migration"
+        )
+    source = args.source or qdrant.collection
+
+    def progress(copied: int) -> None:
+        print(f"  {copied:,} points copied", file=sys.stderr, flush=True)
+
+    async def run() -> CollectionCopy:
+        client = AsyncQdrantClient(
+            url=qdrant.url,
+            api_key=qdrant.api_key.get_secret_value() if qdrant.api_key else None,
+            timeout=int(qdrant.timeout_s),
+        )
+        try:
+            return await copy_collection(
+                client=client,
+                source=source,
+                target=args.to,
+                decision_times=settings.retention.decisions_hours is not None,
+                on_page=progress,
+            )
+        finally:
+            await client.close()
+
+    try:
+        copy = asyncio.run(run())
+    except (UnexpectedResponse, ResponseHandlingException, httpx.HTTPError) as exc:
+        print(
+            f"memdedup: Qdrant at {qdrant.url} failed: {exc}; check MEMDEDUP_QDRANT__URL "
+            "and MEMDEDUP_QDRANT__API_KEY, then run the same command again (it resumes)",
+            file=sys.stderr,
+        )
+        return 1
+    print(
+        f"copied {copy.copied:,} points ({copy.with_vectors:,} memories with vectors) "
+        f"from {source!r} to {args.to!r}; {source!r} holds {copy.source_points:,} points, "
+        f"{args.to!r} {copy.target_points:,}"
+    )
+    if copy.target_points < copy.source_points:
+        print(
+            f"memdedup: {args.to!r} holds fewer points than {source!r}: were consumers "
+            "still writing? Stop them and run the same command again",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"next: set MEMDEDUP_QDRANT__COLLECTION={args.to} and start the consumers")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="memdedup",
@@ -444,6 +506,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compact.add_argument("--config", type=Path, default=None)
     compact.set_defaults(func=cmd_compact)
+
+    migrate = commands.add_parser(
+        "migrate-collection",
+        help="copy a Qdrant server collection of an earlier version into the current "
+        "layout (no placeholder vectors); stop the consumers first",
+    )
+    migrate.add_argument("--to", required=True, help="the new collection's name")
+    migrate.add_argument(
+        "--from",
+        dest="source",
+        default=None,
+        help="the collection to copy (default: qdrant.collection of the settings)",
+    )
+    migrate.add_argument("--config", type=Path, default=None)
+    migrate.set_defaults(func=cmd_migrate_collection)
     return parser
 
 

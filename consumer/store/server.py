@@ -6,25 +6,40 @@ partition they came from (`HOME_PARTITION_FIELD`), so that the periodic work ove
 them (decision retention, embedding pending memories) is done by the partition's
 owner alone instead of by every consumer over the whole collection. Tests drive
 the same adapter through qdrant-client's local mode.
+
+Collections this adapter creates keep the embedding as a named vector
+(`VECTOR_NAME`), so that points with no vector of their own (decisions, pending
+memories, redirects) store none: they take no vector memory and stay out of the
+vector index. Collections created by earlier versions hold one unnamed vector;
+they keep working, with a placeholder vector on those points, until moved with
+`memdedup migrate-collection` (`copy_collection`).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
 import httpx
+import structlog
 from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from consumer.engine.models import DecisionRecord, MemoryRecord, ScoredMemory, SimilarityQuery
 from consumer.engine.normalize import decision_id_for
 from consumer.errors import StoreUnavailable
+from consumer.settings import ConfigError
 from consumer.store import codec
 
 T = TypeVar("T")
+
+log = structlog.get_logger(__name__)
+
+# The embedding's name in collections with named vectors (see the module's doc).
+VECTOR_NAME = "text"
 
 # The input partition a decision or pending memory was written for.
 HOME_PARTITION_FIELD = "home_partition"
@@ -90,6 +105,8 @@ class QdrantServerStore:
         self._payload_indexes = payload_indexes
         self._decision_times = decision_times
         self._dimension = 0
+        # Whether the collection keeps the embedding as a named vector (set by start).
+        self._named = True
 
     @classmethod
     def connect(
@@ -120,28 +137,34 @@ class QdrantServerStore:
             raise StoreUnavailable(f"qdrant unreachable: {type(exc).__name__}: {exc}") from exc
 
     async def start(self, dimension: int) -> None:
+        """Creates the collection (named vector) if missing, or checks that the one
+        there fits this model; raises ConfigError where it does not."""
         self._dimension = dimension
 
         async def ensure() -> None:
-            if await self._client.collection_exists(self._collection):
-                return
-            await self._client.create_collection(
-                self._collection,
-                vectors_config=models.VectorParams(size=dimension, distance=models.Distance.COSINE),
-            )
-            for field in codec.INDEXED_FIELDS if self._payload_indexes else ():
-                schema: models.PayloadSchemaType | models.KeywordIndexParams = (
-                    models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True)
-                    if field == codec.TENANT_FIELD
-                    else models.PayloadSchemaType.KEYWORD
-                )
-                await self._client.create_payload_index(self._collection, field, schema)
+            if not await self._client.collection_exists(self._collection):
+                try:
+                    await self._create(dimension)
+                    return
+                except (UnexpectedResponse, ValueError):
+                    # Another consumer created it meanwhile: check that one below.
+                    if not await self._client.collection_exists(self._collection):
+                        raise
+            info = await self._client.get_collection(self._collection)
+            self._named = vector_layout(self._collection, info.config.params.vectors, dimension)
 
         async def ensure_index(field: str, schema: models.PayloadSchemaType) -> None:
             # Also on collections created before the field (creating it is idempotent).
             await self._client.create_payload_index(self._collection, field, schema)
 
         await self._call(ensure)
+        if not self._named:
+            log.warning(
+                "store_placeholder_vectors",
+                collection=self._collection,
+                fix="stop the consumers, run `memdedup migrate-collection --to NEW`, "
+                "then set MEMDEDUP_QDRANT__COLLECTION=NEW",
+            )
         if self._payload_indexes:
             await self._call(
                 partial(ensure_index, HOME_PARTITION_FIELD, models.PayloadSchemaType.INTEGER)
@@ -150,6 +173,34 @@ class QdrantServerStore:
                 await self._call(
                     partial(ensure_index, codec.DECIDED_AT_FIELD, models.PayloadSchemaType.FLOAT)
                 )
+
+    @property
+    def named_vectors(self) -> bool:
+        """Whether the collection keeps the embedding as a named vector (after start)."""
+        return self._named
+
+    async def _create(self, dimension: int) -> None:
+        await self._client.create_collection(
+            self._collection,
+            vectors_config={
+                VECTOR_NAME: models.VectorParams(size=dimension, distance=models.Distance.COSINE)
+            },
+        )
+        self._named = True
+        for field in codec.INDEXED_FIELDS if self._payload_indexes else ():
+            schema: models.PayloadSchemaType | models.KeywordIndexParams = (
+                models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True)
+                if field == codec.TENANT_FIELD
+                else models.PayloadSchemaType.KEYWORD
+            )
+            await self._client.create_payload_index(self._collection, field, schema)
+
+    def _vector(self, point: codec.RawPoint) -> models.VectorStruct:
+        """What a point stores as its vector in this collection's layout."""
+        own = point.vector if point.vector and codec.has_own_vector(point.payload) else None
+        if self._named:
+            return {VECTOR_NAME: own} if own is not None else {}
+        return own if own is not None else codec.placeholder_vector(self._dimension)
 
     async def get_memories(
         self, partition: int, memory_ids: Sequence[str]
@@ -238,6 +289,7 @@ class QdrantServerStore:
         requests = [
             models.QueryRequest(
                 query=query.vector,
+                using=VECTOR_NAME if self._named else None,
                 filter=_scope_filter(
                     query.scope.tenant_id, query.scope.namespace, codec.MEMORY_KIND
                 ),
@@ -319,21 +371,29 @@ class QdrantServerStore:
             await self.delete_memories(partition, deleted_ids)
         if not points:
             return
-        placeholder = codec.placeholder_vector(self._dimension)
         structs: list[models.PointStruct] = []
         # In order: a seen update (a changelog's; this adapter writes memories whole)
         # is set on the memory it names, after the points before it.
         for point in points:
             if point.payload.get(codec.KIND_FIELD) != codec.SEEN_KIND:
-                vector = point.vector or placeholder
                 payload = _stamped(point.payload, partition)
                 structs.append(
-                    models.PointStruct(id=point.point_id, vector=vector, payload=payload)
+                    models.PointStruct(
+                        id=point.point_id, vector=self._vector(point), payload=payload
+                    )
                 )
                 continue
             await self._upsert(structs)
             structs = []
             await self._apply_seen(*codec.seen_update(point.payload))
+        await self._upsert(structs)
+
+    async def upsert_as_is(self, points: Sequence[codec.RawPoint]) -> None:
+        """Points written as they are (no partition stamp added): a collection copy."""
+        structs = [
+            models.PointStruct(id=p.point_id, vector=self._vector(p), payload=p.payload)
+            for p in points
+        ]
         await self._upsert(structs)
 
     async def _upsert(self, structs: list[models.PointStruct]) -> None:
@@ -401,7 +461,99 @@ class QdrantServerStore:
         await self._client.close()
 
 
+def _vector_params(collection: str, vectors: object) -> tuple[models.VectorParams, bool]:
+    """A collection's embedding parameters and whether they are the named layout
+    (False: one unnamed vector, as earlier versions created)."""
+    if isinstance(vectors, models.VectorParams):
+        return vectors, False
+    if isinstance(vectors, dict) and isinstance(vectors.get(VECTOR_NAME), models.VectorParams):
+        return vectors[VECTOR_NAME], True
+    names = sorted(vectors) if isinstance(vectors, dict) else []
+    raise ConfigError(
+        f"Qdrant collection {collection!r} has no {VECTOR_NAME!r} vector (its vectors: "
+        f"{names}): it was not created by memdedup; set MEMDEDUP_QDRANT__COLLECTION "
+        "to a new name (it is created on start)"
+    )
+
+
+def vector_layout(collection: str, vectors: object, dimension: int) -> bool:
+    """Whether a collection's vectors config is the named layout; ConfigError if it
+    cannot hold this model's vectors."""
+    params, named = _vector_params(collection, vectors)
+    if params.size != dimension:
+        raise ConfigError(
+            f"Qdrant collection {collection!r} holds {params.size}-dimension vectors but "
+            f"the embedding model makes {dimension}: a different model needs a collection "
+            "of its own (set MEMDEDUP_QDRANT__COLLECTION to a new name; README: "
+            '"Upgrading the model safely")'
+        )
+    return named
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionCopy:
+    copied: int  # points read from the source and written to the target
+    with_vectors: int  # of them, memories with an embedding
+    source_points: int  # counted after the copy
+    target_points: int
+
+
+async def copy_collection(
+    *,
+    client: AsyncQdrantClient,
+    source: str,
+    target: str,
+    payload_indexes: bool = True,
+    decision_times: bool = False,
+    page_size: int = 256,
+    on_page: Callable[[int], None] | None = None,
+) -> CollectionCopy:
+    """Copies every point of `source` into `target` in the named layout (created if
+    missing), payloads unchanged and placeholder vectors dropped. Idempotent (same
+    ids), so an interrupted copy is run again. Writes to `source` during the copy
+    may be missed: stop the consumers first. ConfigError says why it will not start."""
+    if source == target:
+        raise ConfigError(f"--to names the collection being copied ({source!r}): pick a new name")
+    if not await client.collection_exists(source):
+        raise ConfigError(f"Qdrant collection {source!r} does not exist: nothing to copy")
+    info = await client.get_collection(source)
+    params, _ = _vector_params(source, info.config.params.vectors)
+    store = QdrantServerStore(
+        client=client,
+        collection=target,
+        payload_indexes=payload_indexes,
+        decision_times=decision_times,
+    )
+    await store.start(params.size)
+    if not store.named_vectors:
+        raise ConfigError(
+            f"Qdrant collection {target!r} exists with one unnamed vector: copy into a new name"
+        )
+    copied = with_vectors = 0
+    offset: Any = None
+    while True:
+        records, offset = await client.scroll(
+            source, limit=page_size, offset=offset, with_payload=True, with_vectors=True
+        )
+        points = [
+            codec.RawPoint(str(r.id), _as_list(r.vector) or [], r.payload or {}) for r in records
+        ]
+        await store.upsert_as_is(points)
+        copied += len(points)
+        with_vectors += sum(1 for p in points if p.vector and codec.has_own_vector(p.payload))
+        if on_page is not None:
+            on_page(copied)
+        if offset is None or not records:
+            break
+    source_points = (await client.count(source, exact=True)).count
+    target_points = (await client.count(target, exact=True)).count
+    return CollectionCopy(copied, with_vectors, source_points, target_points)
+
+
 def _as_list(vector: object) -> list[float] | None:
+    """A record's embedding, in either layout (None: it has none)."""
+    if isinstance(vector, dict):
+        vector = vector.get(VECTOR_NAME)
     if isinstance(vector, list) and all(isinstance(x, float | int) for x in vector):
         return [float(x) for x in vector]
     return None

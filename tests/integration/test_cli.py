@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from consumer.localbroker import free_port
+
 pytestmark = pytest.mark.integration
 
 MEMDEDUP = [sys.executable, "-m", "consumer.cli"]
@@ -105,3 +107,20 @@ def test_replay_rejects_malformed_targets() -> None:
     neither = run_cli("replay", "--group", "g")
     assert neither.returncode == 2
     assert "one of the arguments" in neither.stderr
+
+
+def test_migrate_collection_says_what_it_needs() -> None:
+    embedded = run_cli("migrate-collection", "--to", "memories-v2")
+    assert embedded.returncode == 2
+    assert "set MEMDEDUP_QDRANT__URL" in embedded.stderr
+
+    # Nothing listens there: the message names the settings to check, and says a
+    # run again resumes.
+    url = f"http://127.0.0.1:{free_port()}"
+    unreachable = run_cli(
+        "migrate-collection", "--to", "memories-v2", env={"MEMDEDUP_QDRANT__URL": url}
+    )
+    assert unreachable.returncode == 1
+    assert f"Qdrant at {url} failed" in unreachable.stderr
+    assert "it resumes" in unreachable.stderr
+    assert "Traceback" not in unreachable.stderr
