@@ -213,11 +213,15 @@ class BatchPlan:
     # Ids in `writes` whose only change is being seen again (skips): stored as a
     # seen-count update, not the whole memory with its vector.
     seen_only: set[str] = field(default_factory=set)
+    # Ids given to `write`, in order (repeats kept): the only way a memory's vector
+    # changes within the batch, so in-batch matrices refresh from it alone.
+    rewritten: list[str] = field(default_factory=list)
 
     def write(self, memory: MemoryRecord) -> None:
         """A memory created or changed (text, lineage, vector): stored whole."""
         self.writes[memory.memory_id] = memory
         self.seen_only.discard(memory.memory_id)
+        self.rewritten.append(memory.memory_id)
 
     def write_seen(self, memory: MemoryRecord) -> None:
         """A memory seen again: stored whole only if it changed otherwise too."""
