@@ -138,24 +138,27 @@ class QdrantServerStore:
 
     async def start(self, dimension: int) -> None:
         """Creates the collection (named vector) if missing, or checks that the one
-        there fits this model; raises ConfigError where it does not."""
+        there fits this model (ConfigError where it does not); then its payload
+        indexes, on every start, so a start cut short is completed by the next."""
         self._dimension = dimension
 
         async def ensure() -> None:
             if not await self._client.collection_exists(self._collection):
                 try:
-                    await self._create(dimension)
-                    return
+                    await self._client.create_collection(
+                        self._collection,
+                        vectors_config={
+                            VECTOR_NAME: models.VectorParams(
+                                size=dimension, distance=models.Distance.COSINE
+                            )
+                        },
+                    )
                 except (UnexpectedResponse, ValueError):
-                    # Another consumer created it meanwhile: check that one below.
+                    # Another consumer created it meanwhile: checked below as any.
                     if not await self._client.collection_exists(self._collection):
                         raise
             info = await self._client.get_collection(self._collection)
             self._named = vector_layout(self._collection, info.config.params.vectors, dimension)
-
-        async def ensure_index(field: str, schema: models.PayloadSchemaType) -> None:
-            # Also on collections created before the field (creating it is idempotent).
-            await self._client.create_payload_index(self._collection, field, schema)
 
         await self._call(ensure)
         if not self._named:
@@ -165,35 +168,32 @@ class QdrantServerStore:
                 fix="stop the consumers, run `memdedup migrate-collection --to NEW`, "
                 "then set MEMDEDUP_QDRANT__COLLECTION=NEW",
             )
-        if self._payload_indexes:
+        for field, schema in self._payload_index_schemas():
+            # Creating an index that exists is a no-op.
             await self._call(
-                partial(ensure_index, HOME_PARTITION_FIELD, models.PayloadSchemaType.INTEGER)
+                partial(self._client.create_payload_index, self._collection, field, schema)
             )
-            if self._decision_times:
-                await self._call(
-                    partial(ensure_index, codec.DECIDED_AT_FIELD, models.PayloadSchemaType.FLOAT)
-                )
+
+    def _payload_index_schemas(
+        self,
+    ) -> list[tuple[str, models.PayloadSchemaType | models.PayloadSchemaParams]]:
+        if not self._payload_indexes:
+            return []
+        keyword = models.PayloadSchemaType.KEYWORD
+        tenant_key = models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True)
+        schemas: list[tuple[str, models.PayloadSchemaType | models.PayloadSchemaParams]] = [
+            (field, tenant_key if field == codec.TENANT_FIELD else keyword)
+            for field in codec.INDEXED_FIELDS
+        ]
+        schemas.append((HOME_PARTITION_FIELD, models.PayloadSchemaType.INTEGER))
+        if self._decision_times:
+            schemas.append((codec.DECIDED_AT_FIELD, models.PayloadSchemaType.FLOAT))
+        return schemas
 
     @property
     def named_vectors(self) -> bool:
         """Whether the collection keeps the embedding as a named vector (after start)."""
         return self._named
-
-    async def _create(self, dimension: int) -> None:
-        await self._client.create_collection(
-            self._collection,
-            vectors_config={
-                VECTOR_NAME: models.VectorParams(size=dimension, distance=models.Distance.COSINE)
-            },
-        )
-        self._named = True
-        for field in codec.INDEXED_FIELDS if self._payload_indexes else ():
-            schema: models.PayloadSchemaType | models.KeywordIndexParams = (
-                models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True)
-                if field == codec.TENANT_FIELD
-                else models.PayloadSchemaType.KEYWORD
-            )
-            await self._client.create_payload_index(self._collection, field, schema)
 
     def _vector(self, point: codec.RawPoint) -> models.VectorStruct:
         """What a point stores as its vector in this collection's layout."""

@@ -332,3 +332,34 @@ async def test_a_copy_that_would_not_help_is_refused(source: str, target: str, s
         assert not await client.collection_exists("v2")
     finally:
         await client.close()
+
+
+@pytest.mark.parametrize("decision_times", [False, True])
+async def test_payload_indexes_are_made_on_every_start(decision_times: bool) -> None:
+    """Also on a collection whose first start stopped after creating it (the
+    indexes a server needs for filtered queries at scale)."""
+    client = AsyncQdrantClient(location=":memory:")
+    made: list[tuple[str, object]] = []
+
+    async def record(collection: str, field: str, schema: object) -> None:
+        made.append((field, schema))
+
+    client.create_payload_index = record  # type: ignore[method-assign,assignment]
+    await client.create_collection("cut-short", vectors_config={VECTOR_NAME: UNNAMED})
+    store = QdrantServerStore(client=client, collection="cut-short", decision_times=decision_times)
+    try:
+        await store.start(DIMENSION)
+        fields = dict(made)
+        expected = {*codec.INDEXED_FIELDS, "home_partition"}
+        if decision_times:
+            expected.add(codec.DECIDED_AT_FIELD)
+        assert set(fields) == expected
+        assert fields["home_partition"] == models.PayloadSchemaType.INTEGER
+        tenant = fields[codec.TENANT_FIELD]
+        assert isinstance(tenant, models.KeywordIndexParams)
+        assert tenant.is_tenant
+        made.clear()
+        await store.start(DIMENSION)
+        assert set(dict(made)) == expected
+    finally:
+        await client.close()
