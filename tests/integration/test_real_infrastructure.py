@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
+from consumer.engine.normalize import decision_id_for
 from consumer.settings import Settings
-from consumer.store.server import QdrantServerStore
+from consumer.store.server import VECTOR_NAME, QdrantServerStore
 from schemas import MemoryDecisionEvent
 from tests.integration.harness import (
     TIERS_BASE,
@@ -88,6 +89,18 @@ async def test_exact_semantic_and_distinct_decisions(
         body = only(decisions, distinct)
         assert (body["decision"], body["reason"]) == ("accepted", "new"), distinct
     assert await store.count_memories() == 6  # e1, e2, e3, e7, e8, e9
+
+    # On a server too, only memories carry a vector: decisions store none.
+    assert store.named_vectors
+    decision_point = decision_id_for("e4")
+    records = await store._client.retrieve(
+        settings.qdrant.collection, [decision_point, e1["memory_id"]], with_vectors=True
+    )
+    vectors = {str(record.id): record.vector for record in records}
+    assert vectors[decision_point] == {}
+    memory_vector = vectors[e1["memory_id"]]
+    assert isinstance(memory_vector, dict)
+    assert len(memory_vector[VECTOR_NAME]) == real_embedder.dimension
 
 
 async def test_redelivered_events_reemit_identical_decisions(
