@@ -299,6 +299,7 @@ def cmd_migrate_collection(args: argparse.Namespace) -> int:
     from qdrant_client import AsyncQdrantClient
     from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
+    from consumer.errors import StoreUnavailable
     from consumer.store.server import CollectionCopy, copy_collection
 
     settings = _settings(args)
@@ -333,7 +334,13 @@ def cmd_migrate_collection(args: argparse.Namespace) -> int:
 
     try:
         copy = asyncio.run(run())
-    except (UnexpectedResponse, ResponseHandlingException, httpx.HTTPError) as exc:
+    # Raw client errors before the target store exists, StoreUnavailable after.
+    except (
+        UnexpectedResponse,
+        ResponseHandlingException,
+        httpx.HTTPError,
+        StoreUnavailable,
+    ) as exc:
         print(
             f"memdedup: Qdrant at {qdrant.url} failed: {exc}; check MEMDEDUP_QDRANT__URL "
             "and MEMDEDUP_QDRANT__API_KEY, then run the same command again (it resumes)",
