@@ -296,11 +296,10 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 def cmd_migrate_collection(args: argparse.Namespace) -> int:
     import httpx
-    from qdrant_client import AsyncQdrantClient
     from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
     from consumer.errors import StoreUnavailable
-    from consumer.store.server import CollectionCopy, copy_collection
+    from consumer.store.server import CollectionCopy, copy_collection, server_client
 
     settings = _settings(args)
     qdrant = settings.qdrant
@@ -316,10 +315,11 @@ def cmd_migrate_collection(args: argparse.Namespace) -> int:
         print(f"  {copied:,} points copied", file=sys.stderr, flush=True)
 
     async def run() -> CollectionCopy:
-        client = AsyncQdrantClient(
+        assert qdrant.url is not None  # the server backend: checked above
+        client = server_client(
             url=qdrant.url,
             api_key=qdrant.api_key.get_secret_value() if qdrant.api_key else None,
-            timeout=int(qdrant.timeout_s),
+            timeout_s=qdrant.timeout_s,
         )
         try:
             return await copy_collection(

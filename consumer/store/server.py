@@ -120,7 +120,7 @@ class QdrantServerStore:
         decision_times: bool = False,
     ) -> QdrantServerStore:
         if url:
-            client = AsyncQdrantClient(url=url, api_key=api_key, timeout=int(timeout_s))
+            client = server_client(url=url, api_key=api_key, timeout_s=timeout_s)
             return cls(client=client, collection=collection, decision_times=decision_times)
         # Local mode ignores payload indexes (and warns about them).
         client = AsyncQdrantClient(location=location or ":memory:")
@@ -459,6 +459,11 @@ class QdrantServerStore:
 
     async def close(self) -> None:
         await self._client.close()
+
+
+def server_client(*, url: str, api_key: str | None, timeout_s: float) -> AsyncQdrantClient:
+    """A client of the Qdrant server at `url`, as every part of the service connects."""
+    return AsyncQdrantClient(url=url, api_key=api_key, timeout=int(timeout_s))
 
 
 def _vector_params(collection: str, vectors: object) -> tuple[models.VectorParams, bool]:
