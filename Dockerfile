@@ -7,7 +7,9 @@ RUN python -m venv /opt/memdedup \
 COPY pyproject.toml README.md ./
 COPY consumer ./consumer
 COPY schemas ./schemas
-RUN /opt/memdedup/bin/pip install --no-cache-dir .
+# The image runs the wheel, as a user installs it (not the source tree).
+RUN /opt/memdedup/bin/pip wheel --no-cache-dir --no-deps -w /dist . \
+ && /opt/memdedup/bin/pip install --no-cache-dir /dist/memdedup-*.whl
 # Export the ONNX model once at build time: containers start without torch work
 # and can run with a read-only root filesystem.
 RUN /opt/memdedup/bin/python -c "from pathlib import Path; from consumer.onnx_export import ensure_onnx_model; ensure_onnx_model(Path('/opt/memdedup/models'))"
