@@ -10,18 +10,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-import secrets
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
 import structlog
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import IllegalStateError, KafkaError
 from faststream import AckPolicy, FastStream
-from faststream.exceptions import IncorrectState as FastStreamIncorrectState
 from faststream.kafka import KafkaBroker
 from faststream.kafka.annotations import KafkaMessage
 
@@ -33,13 +31,15 @@ from consumer.engine.merge import build_merger
 from consumer.engine.recent import RecentCache
 from consumer.engine.thresholds import Bands, ThresholdPolicy, lowest_band
 from consumer.engine.verifier import build_verifier
-from consumer.errors import PartitionsLost, PublishFailed, StoreUnavailable, TransientError
+from consumer.errors import PartitionsLost, PermanentError, StoreUnavailable, TransientError
 from consumer.health import HealthServer
 from consumer.kafka_security import aiokafka_kwargs, faststream_security
 from consumer.membership import GroupMembership
 from consumer.metrics import ServiceMetrics, TimedEmbedder, component_of, hit_rate
 from consumer.partitioning import CachedDefaultPartitioner
 from consumer.pipeline import BatchProcessor, BatchSummary
+from consumer.progress import PartitionProgress
+from consumer.publisher import BrokerPublisher
 from consumer.records import InputRecord
 from consumer.retention import warn_if_shorter_than_input
 from consumer.settings import QdrantSettings, RetrySettings, Settings
@@ -48,7 +48,7 @@ from consumer.store.edge import EdgeMemoryStore
 from consumer.store.server import QdrantServerStore
 from consumer.topics import ensure_topics
 from consumer.tracing import tracing_middlewares
-from consumer.typing import Embedder, MembershipFence, MemoryStore, OutgoingRecord
+from consumer.typing import Embedder, MembershipFence, MemoryStore
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
@@ -91,187 +91,6 @@ def uses_changelog(settings: Settings, store: MemoryStore) -> bool:
     """Only an embedded store needs its state carried between machines."""
     inner = store.inner if isinstance(store, OutageSwitchStore) else store
     return isinstance(inner, EdgeMemoryStore) and bool(settings.topics.changelog)
-
-
-class BrokerPublisher:
-    """Publishes concurrently and waits for every acknowledgement, for at most
-    `ack_timeout_s`: the producer should fail a request within its request timeout,
-    and a wait that outlasts it (aiokafka can hang on a broker that went away) must
-    fail the batch, which is then retried, rather than hold it, and with it the
-    partitions a rebalance needs released, forever."""
-
-    def __init__(
-        self,
-        broker: KafkaBroker,
-        *,
-        ack_timeout_s: float = 60.0,
-        partitioner: CachedDefaultPartitioner | None = None,
-    ) -> None:
-        """`partitioner`: the broker's producer's; with it, keyed records without a
-        partition (decisions) join the record batches built here too."""
-        self._broker = broker
-        self._ack_timeout_s = ack_timeout_s
-        self._partitioner = partitioner
-        self._correlation_ids = correlation_ids()
-
-    async def publish_all(self, records: Sequence[OutgoingRecord]) -> list[int]:
-        try:
-            return await asyncio.wait_for(self._publish_all(records), self._ack_timeout_s)
-        except TimeoutError as exc:
-            raise PublishFailed(
-                f"broker did not acknowledge {len(records)} records "
-                f"within {self._ack_timeout_s:g} s"
-            ) from exc
-
-    async def _publish_all(self, records: Sequence[OutgoingRecord]) -> list[int]:
-        try:
-            producer = self._direct_producer()
-            if producer is not None:
-                return await self._send_all(producer, records)
-            pending = [
-                await self._broker.publish(
-                    _value(record),
-                    record.topic,
-                    key=record.key,
-                    partition=record.partition,
-                    headers=record.headers,
-                    no_confirm=True,
-                )
-                for record in records
-            ]
-            return [metadata.offset for metadata in await asyncio.gather(*pending)]
-        except (TimeoutError, KafkaError, OSError) as exc:
-            raise PublishFailed(f"broker did not acknowledge: {type(exc).__name__}") from exc
-
-    def _direct_producer(self) -> AIOKafkaProducer | None:
-        """The broker's own aiokafka producer, when publishing through the broker
-        would add nothing but cost (~20 us per record): no publish middleware
-        (tracing) to run. None otherwise, or if the broker's internals differ."""
-        if self._broker.middlewares:
-            return None
-        try:
-            fast_producer: Any = self._broker.config.producer
-            producer = fast_producer._producer.producer
-        except (AttributeError, FastStreamIncorrectState):
-            return None
-        return producer if isinstance(producer, AIOKafkaProducer) else None
-
-    async def _send_all(
-        self, producer: AIOKafkaProducer, records: Sequence[OutgoingRecord]
-    ) -> list[int]:
-        # The headers the broker's publish writes: content type (none for bytes), a
-        # correlation id, then the record's own.
-        new_id = self._correlation_ids.__next__
-
-        def headers(record: OutgoingRecord) -> list[tuple[str, bytes]]:
-            own = record.headers
-            if record.broker_headers:
-                own = {"content-type": "", "correlation_id": new_id(), **own}
-            return [(name, value.encode()) for name, value in own.items()]
-
-        partitions = await self._partitions(producer, records)
-        if partitions is not None:
-            return await self._send_batches(producer, records, partitions, headers)
-        pending = [
-            await producer.send(
-                record.topic,
-                value=_value(record),
-                key=record.key,
-                partition=record.partition,
-                headers=headers(record),
-            )
-            for record in records
-        ]
-        return [metadata.offset for metadata in await asyncio.gather(*pending)]
-
-    async def _partitions(
-        self, producer: AIOKafkaProducer, records: Sequence[OutgoingRecord]
-    ) -> list[int] | None:
-        """Each record's partition: its own (the changelog's), else the one the
-        producer's partitioner picks from its key, as `send` would. None when a
-        record has neither a partition nor a key, or the partitioner is unknown."""
-        if not records:
-            return None
-        partitions: list[int] = []
-        topics: dict[str, list[int]] = {}
-        for record in records:
-            if record.partition is not None:
-                partitions.append(record.partition)
-                continue
-            if record.key is None or self._partitioner is None:
-                return None
-            every = topics.get(record.topic)
-            if every is None:
-                # The producer's own metadata, in its order (waits for it, as `send`).
-                every = topics[record.topic] = list(await producer.partitions_for(record.topic))
-            # The available partitions matter only to a record without a key.
-            partitions.append(self._partitioner(record.key, every, every))
-        return partitions
-
-    async def _send_batches(
-        self,
-        producer: AIOKafkaProducer,
-        records: Sequence[OutgoingRecord],
-        partitions: Sequence[int],
-        headers: Callable[[OutgoingRecord], list[tuple[str, bytes]]],
-    ) -> list[int]:
-        """Records (to `partitions`) as record batches built here: one future per
-        batch instead of per record (~4 us a record less). A partition's records
-        keep their order; a record's offset is its batch's base offset plus its
-        place in the batch."""
-
-        async def send(batch: Any, topic: str, partition: int) -> asyncio.Future[Any]:
-            batch.close()  # nothing else joins it: offsets are counted from its base
-            future: asyncio.Future[Any] = await producer.send_batch(
-                batch, topic, partition=partition
-            )
-            return future
-
-        open_batches: dict[tuple[str, int], tuple[Any, list[int]]] = {}
-        sent: list[tuple[asyncio.Future[Any], list[int]]] = []
-        for index, (record, partition) in enumerate(zip(records, partitions, strict=True)):
-            topic = record.topic
-            target = (topic, partition)
-            batch, members = open_batches.get(target) or (producer.create_batch(), [])
-            own_headers = headers(record)
-            for attempt in range(2):
-                appended = batch.append(
-                    key=record.key, value=_value(record), timestamp=None, headers=own_headers
-                )
-                if appended is not None:
-                    break
-                if attempt:
-                    raise PublishFailed(f"a record of {len(record.value)} bytes fits no batch")
-                # Full: send it and start the next one.
-                sent.append((await send(batch, topic, partition), members))
-                batch, members = producer.create_batch(), []
-            members.append(index)
-            open_batches[target] = (batch, members)
-        for (topic, partition), (batch, members) in open_batches.items():
-            sent.append((await send(batch, topic, partition), members))
-        offsets = [0] * len(records)
-        acknowledged = await asyncio.gather(*(future for future, _ in sent))
-        for metadata, (_, members) in zip(acknowledged, sent, strict=True):
-            for position, index in enumerate(members):
-                offsets[index] = metadata.offset + position
-        return offsets
-
-
-def _value(record: OutgoingRecord) -> bytes | None:
-    return None if record.tombstone else record.value
-
-
-def correlation_ids() -> Iterator[str]:
-    """UUID-shaped ids, unique as uuid4's (96 random bits per publisher, then a
-    counter), at a tenth of the cost: one per published decision."""
-    while True:  # fresh random bits whenever the counter runs out
-        prefix = secrets.token_hex(12)
-        variant = "89ab"[int(prefix[16], 16) & 3]  # RFC 4122, as uuid4's
-        head = (
-            f"{prefix[:8]}-{prefix[8:12]}-4{prefix[13:16]}-{variant}{prefix[17:20]}-{prefix[20:24]}"
-        )
-        for count in range(1 << 32):
-            yield f"{head}{count:08x}"
 
 
 def backoff_delay(attempt: int, retry: RetrySettings) -> float:
@@ -387,7 +206,9 @@ class ConsumerService:
         total = BatchSummary(records=len(records))
         for record in records:
             failure: Exception | None = None
-            for _ in range(self._retry.poison_max_attempts):
+            attempts = 0
+            while attempts < self._retry.poison_max_attempts:
+                attempts += 1
                 try:
                     single = await self._with_retries(
                         partial(self._processor.process, [record], partition_count=partition_count),
@@ -395,6 +216,10 @@ class ConsumerService:
                     )
                 except (TransientError, PartitionsLost):
                     raise
+                except PermanentError as exc:
+                    # Refused for what it is: every attempt would be refused alike.
+                    failure = exc
+                    break
                 except Exception as exc:
                     failure = exc
                     continue
@@ -412,11 +237,10 @@ class ConsumerService:
                     partition=record.partition,
                     offset=record.offset,
                     error=type(failure).__name__,
-                    attempts=self._retry.poison_max_attempts,
+                    attempts=attempts,
                 )
-                detail = (
-                    f"{type(failure).__name__} after {self._retry.poison_max_attempts} attempts"
-                )
+                plural = "s" if attempts > 1 else ""
+                detail = f"{type(failure).__name__} after {attempts} attempt{plural}: {failure}"
                 await self._with_retries(
                     partial(self._processor.dead_letter_unprocessable, record, detail), 1
                 )
@@ -443,7 +267,11 @@ class PartitionHandover(ConsumerRebalanceListener):  # type: ignore[misc]
         if service is not None and mine:
             log.info("partitions_revoked", partitions=sorted(mine))
             await service.release(mine)
-            self._runtime.metrics.clear_lag(mine)
+        if mine:
+            if self._runtime.progress is not None:
+                self._runtime.progress.revoked(mine)
+            if self._runtime.publisher is not None:
+                self._runtime.publisher.ledger.forget(mine)
 
     async def on_partitions_assigned(self, assigned: Sequence[TopicPartition]) -> None:
         log.info("partitions_assigned", partitions=sorted(tp.partition for tp in assigned))
@@ -465,6 +293,9 @@ class Runtime:
     # Bound to the group's consumer by its first batch; fences writes of shared
     # state (changelog appends, a shared store's writes).
     membership: GroupMembership | None = None
+    publisher: BrokerPublisher | None = None
+    progress: PartitionProgress | None = None
+    progress_task: asyncio.Task[None] | None = None
 
 
 async def leave_undecoded(message: Any) -> None:
@@ -491,6 +322,7 @@ def create_app(
         partitioner=partitioner,
         enable_idempotence=kafka.enable_idempotence,
         request_timeout_ms=kafka.request_timeout_ms,
+        max_request_size=kafka.max_request_bytes,
         graceful_timeout=settings.shutdown_timeout_s,
         # The service logs its own structured records (decided, batch_done, ...).
         logger=None,
@@ -504,6 +336,11 @@ def create_app(
         store=store,
     )
     runtime.owned = {"embedder": embedder is None, "store": store is None}
+    runtime.progress = PartitionProgress(
+        topic=settings.topics.input,
+        stuck_after_s=settings.http.stuck_partition_after_s,
+        metrics=runtime.metrics,
+    )
     runtime.membership = GroupMembership.for_group(
         session_timeout_ms=kafka.session_timeout_ms,
         rebalance_timeout_ms=kafka.effective_rebalance_timeout_ms,
@@ -549,6 +386,9 @@ def create_app(
         consumer: Any = message.consumer
         if runtime.membership is not None and isinstance(consumer, AIOKafkaConsumer):
             runtime.membership.bind(consumer)
+        watch_progress(runtime, consumer, settings.http.stuck_partition_after_s)
+        if runtime.progress is not None:
+            runtime.progress.fetched(first_offsets(records))
         known = consumer.partitions_for_topic(settings.topics.input) if assigned else None
         try:
             summary = await service.handle(records, partition_count=len(known) if known else None)
@@ -571,7 +411,13 @@ def create_app(
             # Lost the partitions mid-batch: the next owner replays the stored decisions.
             log.warning("commit_failed", error=type(exc).__name__)
             return
-        observe_batch(runtime, summary, raw, consumer)
+        committed = next_offsets(records)
+        if runtime.progress is not None:
+            runtime.progress.committed(committed)
+        if runtime.publisher is not None:
+            for partition, offset in committed.items():
+                runtime.publisher.ledger.committed(partition, offset)
+        observe_batch(runtime, summary)
         log.info(
             "batch_done",
             records=summary.records,
@@ -639,8 +485,11 @@ def create_app(
             verifier=build_verifier(settings.dedup),
         )
         # Past the producer's own request timeout, a wait for acknowledgements is a hang.
-        publisher = BrokerPublisher(
-            broker, ack_timeout_s=kafka.request_timeout_ms / 1000 + 10, partitioner=partitioner
+        publisher = runtime.publisher = BrokerPublisher(
+            broker,
+            ack_timeout_s=kafka.request_timeout_ms / 1000 + 10,
+            partitioner=partitioner,
+            max_request_bytes=kafka.max_request_bytes,
         )
         if uses_changelog(settings, runtime.store):
             fence: MembershipFence | None = runtime.membership
@@ -668,6 +517,7 @@ def create_app(
             compaction=settings.compaction,
             membership=runtime.membership,
             retention=settings.retention,
+            max_record_bytes=kafka.max_request_bytes,
         )
         runtime.service = ConsumerService(
             processor=processor,
@@ -690,6 +540,10 @@ def create_app(
 
     @app.after_shutdown
     async def stop_service() -> None:
+        if runtime.progress_task is not None:
+            runtime.progress_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await runtime.progress_task
         if runtime.changelog is not None:
             await runtime.changelog.close()
         if runtime.store is not None and runtime.owned["store"]:
@@ -724,12 +578,15 @@ def add_readiness_checks(runtime: Runtime, broker: KafkaBroker) -> None:
 
     runtime.health.add_readiness_check("broker", broker_connected)
     runtime.health.add_readiness_check("model", model_loaded)
+
+    async def partitions_moving() -> bool:
+        return runtime.progress is None or not runtime.progress.stuck
+
     runtime.health.add_readiness_check("store", store_reachable)
+    runtime.health.add_readiness_check("progress", partitions_moving)
 
 
-def observe_batch(
-    runtime: Runtime, summary: BatchSummary, raw: Sequence[Any], consumer: Any
-) -> None:
+def observe_batch(runtime: Runtime, summary: BatchSummary) -> None:
     metrics = runtime.metrics
     metrics.observe_batch(summary.records)
     metrics.observe_dead_letters(summary.dead_letters)
@@ -737,15 +594,31 @@ def observe_batch(
     if runtime.engine is not None:
         recent = runtime.engine.recent
         metrics.set_cache(len(recent), hit_rate(recent.hits, recent.misses))
-    last: dict[tuple[str, int], int] = {}
-    for record in raw:
-        last[(record.topic, record.partition)] = max(
-            record.offset, last.get((record.topic, record.partition), -1)
-        )
-    for (topic, partition), offset in last.items():
-        highwater = consumer.highwater(TopicPartition(topic, partition))
-        if highwater is not None:
-            metrics.set_lag(partition, max(0, highwater - offset - 1))
+
+
+def first_offsets(records: Sequence[InputRecord]) -> dict[int, int]:
+    first: dict[int, int] = {}
+    for record in records:
+        first[record.partition] = min(record.offset, first.get(record.partition, record.offset))
+    return first
+
+
+def next_offsets(records: Sequence[InputRecord]) -> dict[int, int]:
+    """What committing a batch of these records commits, per partition."""
+    following: dict[int, int] = {}
+    for record in records:
+        following[record.partition] = max(record.offset + 1, following.get(record.partition, 0))
+    return following
+
+
+def watch_progress(runtime: Runtime, consumer: Any, stuck_after_s: float) -> None:
+    """Starts polling the broker's end offsets once the group's consumer is known."""
+    if runtime.progress is None or runtime.progress_task is not None:
+        return
+    if not hasattr(consumer, "end_offsets"):
+        return  # a test double of the consumer
+    interval_s = min(5.0, stuck_after_s / 4)
+    runtime.progress_task = asyncio.create_task(runtime.progress.run(consumer, interval_s))
 
 
 def runtime_of(app: FastStream) -> Runtime:

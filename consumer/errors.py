@@ -18,6 +18,16 @@ class PublishFailed(TransientError):
     """The broker did not acknowledge a record."""
 
 
+class PermanentError(Exception):
+    """Retrying cannot help: the failure is a property of the record at hand.
+    The record is dead-lettered (alone, its batch-mates decided) at once."""
+
+
+class PublishRejected(PermanentError):
+    """The broker, or the producer's own checks, refused a record for what it is
+    (too large, an invalid topic): every retry would be refused the same way."""
+
+
 class PartitionsLost(Exception):
     """The group no longer counts this consumer as a member of its current
     generation: its partitions may belong to another consumer already, so nothing

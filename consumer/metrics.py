@@ -21,8 +21,9 @@ Where the service calls what:
 - `abandoned(records)`: in `consume_batch` when a batch is left to the partitions'
   next owner because the group evicted this consumer (PartitionsLost).
 - `set_cache(len(recent), hit_rate(recent.hits, recent.misses))` after each batch.
-- `set_lag(partition, lag)` per partition of each batch; `clear_lag(partitions)`
-  when partitions are revoked.
+- `set_lag(partition, lag)` and `set_progress(stuck, oldest_waiting_s)` from
+  `consumer.progress.PartitionProgress`, every few seconds, from the broker's end
+  offsets; `clear_lag(partitions)` when partitions are revoked.
 - `degraded()`: for each decision taken in a degraded mode (e.g. without the
   semantic check).
 """
@@ -210,8 +211,21 @@ class ServiceMetrics:
         )
         self.consumer_lag = Gauge(
             "memdedup_consumer_lag",
-            "Records behind the high watermark, by input partition, after the last batch.",
+            "Records not yet committed, by owned input partition: the broker's end "
+            "offset minus the group's committed offset.",
             ["partition"],
+            registry=r,
+        )
+        self.stuck_partitions = Gauge(
+            "memdedup_stuck_partitions",
+            "Owned input partitions with records waiting whose committed offset has not "
+            "moved for http.stuck_partition_after_s (readiness fails while above 0).",
+            registry=r,
+        )
+        self.oldest_waiting = Gauge(
+            "memdedup_oldest_waiting_seconds",
+            "Longest time an owned input partition has had records waiting without its "
+            "committed offset moving (0 when none waits).",
             registry=r,
         )
         self.poison_records = Counter(
@@ -369,6 +383,10 @@ class ServiceMetrics:
         label = str(partition)
         self._lag_partitions.add(label)
         self.consumer_lag.labels(partition=label).set(max(lag, 0))
+
+    def set_progress(self, stuck: int, oldest_waiting_s: float) -> None:
+        self.stuck_partitions.set(stuck)
+        self.oldest_waiting.set(oldest_waiting_s)
 
     def clear_lag(self, partitions: Iterable[int]) -> None:
         """Stop reporting partitions this consumer no longer owns."""

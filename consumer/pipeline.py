@@ -18,10 +18,11 @@ then replays those very decisions instead of taking new ones.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from collections import Counter
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import structlog
@@ -36,7 +37,8 @@ from consumer.membership import fenced
 from consumer.metrics import ServiceMetrics
 from consumer.partitioning import canonical_partition
 from consumer.periodic import PeriodicCompaction
-from consumer.records import InputRecord, OutgoingRecord
+from consumer.publisher import DEFAULT_MAX_REQUEST_BYTES, record_size
+from consumer.records import OCTET_STREAM, InputRecord, OutgoingRecord
 from consumer.retention import DecisionRetention
 from consumer.settings import CompactionSettings, RetentionSettings, TopicSettings
 from consumer.store.codec import decision_point, memory_point, seen_point
@@ -144,9 +146,12 @@ class BatchProcessor:
         compaction: CompactionSettings | None = None,
         membership: MembershipFence | None = None,
         retention: RetentionSettings | None = None,
+        max_record_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
     ) -> None:
-        """`reconcile`: re-check scopes after inserting, for a store shared by
-        consumers whose work may overlap (a Qdrant server). `membership` fences
+        """`max_record_bytes`: the largest record the publisher sends; a dead letter
+        of a larger input record carries the input's first bytes. `reconcile`:
+        re-check scopes after inserting, for a store shared by consumers whose work
+        may overlap (a Qdrant server). `membership` fences
         writes to such a store (consumer.membership); a changelog fences its own.
         `retention`: decision retention (consumer.retention), when it sets hours."""
         self._reconcile = reconcile
@@ -156,6 +161,7 @@ class BatchProcessor:
         self._topics = topics
         self._model_id = model_id
         self._max_event_bytes = max_event_bytes
+        self._max_record_bytes = max_record_bytes
         self._changelog = changelog
         self._membership = membership
         # Partitions whose changelog holds points their shard may lack (a write
@@ -215,19 +221,45 @@ class BatchProcessor:
         return OutgoingRecord(self._decision_topic(decision), key, payload)
 
     def _dead_letter(self, rejection: Rejection) -> OutgoingRecord:
+        """The input record's bytes with why they were refused; an input too large
+        for a record of its own keeps its first bytes, and its size and digest."""
         record = rejection.record
+        value = record.value or b""
+        key = record.key
         headers = _text_headers(record)
-        headers.update(
-            DeadLetterHeaders(
-                error_code=rejection.code,
-                error_detail=rejection.detail,
-                source_topic=record.topic,
-                source_partition=record.partition,
-                source_offset=record.offset,
-            ).to_kafka()
+        # Input headers or a key that would crowd out the body are left out: the
+        # original keeps them, at the source position the headers name.
+        if sum(len(n) + len(v.encode()) for n, v in headers.items()) > self._max_record_bytes // 4:
+            headers = {}
+        if key is not None and len(key) > self._max_record_bytes // 8:
+            key = None
+        reason = DeadLetterHeaders(
+            error_code=rejection.code,
+            error_detail=rejection.detail,
+            source_topic=record.topic,
+            source_partition=record.partition,
+            source_offset=record.offset,
         )
+        headers.update(reason.to_kafka())
         if rejection.event_id is not None:
             headers["event_id"] = rejection.event_id[:128]
+        source = (record.partition, record.offset)
+        # The input's bytes as they came: nothing says they are JSON.
+        dead = OutgoingRecord(
+            self._topics.dlq, key, value, headers, source=source, content_type=OCTET_STREAM
+        )
+        if record_size(dead) > self._max_record_bytes:
+            headers.update(
+                reason.model_copy(
+                    update={
+                        "original_bytes": len(value),
+                        "original_sha256": hashlib.sha256(value).hexdigest(),
+                    }
+                ).to_kafka()
+            )
+            dead = replace(dead, headers=headers, value=b"")
+            room = max(0, self._max_record_bytes - record_size(dead))
+            dead = replace(dead, value=value[:room])
         log.warning(
             "dead_lettered",
             error_code=rejection.code.value,
@@ -236,8 +268,10 @@ class BatchProcessor:
             topic=record.topic,
             partition=record.partition,
             offset=record.offset,
+            bytes=len(value),
+            truncated=len(dead.value) < len(value),
         )
-        return OutgoingRecord(self._topics.dlq, record.key, record.value or b"", headers)
+        return dead
 
     def _reroute(self, record: InputRecord, key: bytes, partition: int | None) -> OutgoingRecord:
         """Send a record to its scope's partition, with the scope's key."""
@@ -299,7 +333,7 @@ class BatchProcessor:
                 decision=outcome.decision.value,
                 skipped_checks=[c.value for c in outcome.skipped_checks],
             )
-        await self._publisher.publish_all([r for _, _, r in sorted(outgoing, key=lambda i: i[:2])])
+        await self._publisher.publish_all(_answers(sorted(outgoing, key=lambda i: i[:2])))
         return summary
 
     async def process(
@@ -373,7 +407,7 @@ class BatchProcessor:
             outgoing.append((*position, self._dead_letter(rejection)))
 
         outgoing.sort(key=lambda item: (item[0], item[1]))
-        await self._publisher.publish_all([record for _, _, record in outgoing])
+        await self._publisher.publish_all(_answers(outgoing))
         if self._periodic is not None and by_partition:
             touched = [(p, c.scope) for p, candidates in by_partition.items() for c in candidates]
             await self._periodic.after_batch(touched)
@@ -482,9 +516,7 @@ class BatchProcessor:
                 # the shard is written, which the event loop would otherwise wait on.
                 emitted.extend(self._decided_records(partition, plan, payloads, repeats))
                 emitted.sort(key=lambda item: item[1])
-                await _all_of(
-                    storing, self._publisher.publish_all([record for _, _, record in emitted])
-                )
+                await _all_of(storing, self._publisher.publish_all(_answers(emitted)))
                 emitted = []
             self._shard_behind.discard(partition)
         else:
@@ -694,6 +726,11 @@ async def _all_of(*operations: Awaitable[Any]) -> None:
     for result in results:
         if isinstance(result, BaseException):
             raise result
+
+
+def _answers(outgoing: Sequence[tuple[int, int, OutgoingRecord]]) -> list[OutgoingRecord]:
+    """The records, each tied to the input record (partition, offset) it answers."""
+    return [replace(record, source=(partition, offset)) for partition, offset, record in outgoing]
 
 
 def _text_headers(record: InputRecord) -> dict[str, str]:

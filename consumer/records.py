@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+JSON = "application/json"
+OCTET_STREAM = "application/octet-stream"
+
 
 @dataclass(frozen=True, slots=True)
 class InputRecord:
@@ -43,3 +46,10 @@ class OutgoingRecord:
     # Published with a null value (`value` is ignored): a compacted topic then
     # forgets the key.
     tombstone: bool = False
+    # The input record (partition, offset) this record answers: a retry of its
+    # batch does not publish again what the broker acknowledged for it
+    # (consumer.publish_ledger). None: not tied to one input record.
+    source: tuple[int, int] | None = None
+    # The body's type, as the `content-type` header (OCTET_STREAM for a dead
+    # letter, whose body is the input's bytes, whatever they are); None writes none.
+    content_type: str | None = JSON

@@ -156,6 +156,10 @@ class KafkaSettings(BaseModel):
     # Off by default: the local broker rejects InitProducerId.
     enable_idempotence: bool = False
     request_timeout_ms: Annotated[int, Field(ge=1_000)] = 30_000
+    # The producer's largest request (aiokafka's max_request_size; keep it at or
+    # below the broker's message.max.bytes). A dead letter larger than this is
+    # stored truncated, with the original's size and SHA-256 in its headers.
+    max_request_bytes: Annotated[int, Field(ge=64 * 1024)] = 1024 * 1024
 
     @property
     def effective_rebalance_timeout_ms(self) -> int:
@@ -315,6 +319,9 @@ class HttpSettings(BaseModel):
     port: Annotated[int, Field(ge=0, le=65535)] = 9464
     # Each readiness check that takes longer than this counts as failing.
     readiness_timeout_s: Annotated[float, Field(gt=0)] = 2.0
+    # A partition whose committed offset has not moved for this long while records
+    # wait on it (by the broker's end offset) is stuck: /readyz fails meanwhile.
+    stuck_partition_after_s: Annotated[float, Field(gt=0)] = 300.0
 
 
 class TracingSettings(BaseModel):
@@ -423,6 +430,16 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # Environment wins over values passed in, which come from the config file.
         return (env_settings, init_settings, file_secret_settings)
+
+    @model_validator(mode="after")
+    def _events_fit_a_request(self) -> Self:
+        # A re-routed event is published as it came: it must fit a request.
+        if self.limits.max_event_bytes > self.kafka.max_request_bytes // 2:
+            raise ValueError(
+                f"limits.max_event_bytes ({self.limits.max_event_bytes}) must be at most half "
+                f"of kafka.max_request_bytes ({self.kafka.max_request_bytes})"
+            )
+        return self
 
     def bands_for(self, namespace: str) -> BandSettings:
         return self.dedup.namespaces.get(namespace, self.dedup)

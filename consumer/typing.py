@@ -152,3 +152,9 @@ class OutgoingRecord(Protocol):
 
     @property
     def tombstone(self) -> bool: ...
+
+    @property
+    def source(self) -> tuple[int, int] | None: ...
+
+    @property
+    def content_type(self) -> str | None: ...

@@ -258,7 +258,8 @@ class DeadLetterCode(StrEnum):
 
 
 class DeadLetterHeaders(BaseModel):
-    """Headers of a record on `memory.dlq`; its value is the original bytes."""
+    """Headers of a record on `memory.dlq`; its value is the original bytes (or
+    their first part, when `original_bytes` is set)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -267,9 +268,15 @@ class DeadLetterHeaders(BaseModel):
     source_topic: str
     source_partition: int
     source_offset: int
+    # Set only when the value is the original's first bytes (the original did not
+    # fit a record of the dead-letter topic): fetch it whole from the source
+    # position, and check it against this digest.
+    original_bytes: int | None = None
+    original_sha256: str | None = None
 
     def to_kafka(self) -> dict[str, str]:
-        return {k: str(v) for k, v in self.model_dump(mode="json").items()}
+        dumped = self.model_dump(mode="json", exclude_none=True)
+        return {k: str(v) for k, v in dumped.items()}
 
     @classmethod
     def from_kafka(cls, headers: Any) -> DeadLetterHeaders:

@@ -581,7 +581,9 @@ class DedupEngine:
         checks: list[CheckRun] = []
         key = candidate.scoped_hash
 
-        exact = state.stored.get(candidate.memory_id)
+        # A memory of this very text accepted earlier in the batch is an exact
+        # match too: a reason must not depend on where batches happen to split.
+        exact = state.stored.get(candidate.memory_id) or state.plan.writes.get(candidate.memory_id)
         checks.append(CheckRun(CheckName.EXACT, exact is not None, state.exact_ms))
         if exact is not None:
             current = state.current(exact.memory_id) or exact

@@ -174,6 +174,33 @@ async def produce(
         await producer.stop()
 
 
+async def produce_records(
+    settings: Settings,
+    records: Sequence[tuple[bytes | None, bytes]],
+    *,
+    max_request_size: int = 1024 * 1024,
+) -> list[tuple[int, int]]:
+    """Publish (key, value) pairs as they are, in order, to partition 0; returns
+    each record's (partition, offset). For records the service's own producer
+    would never write: no key, any size."""
+    await ensure_topics(settings)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=settings.kafka.bootstrap_servers,
+        acks="all",
+        max_request_size=max_request_size,
+    )
+    await producer.start()
+    try:
+        futures = [
+            await producer.send(settings.topics.input, value=value, key=key, partition=0)
+            for key, value in records
+        ]
+        metadata = [await f for f in futures]
+        return [(m.partition, m.offset) for m in metadata]
+    finally:
+        await producer.stop()
+
+
 @dataclass(frozen=True)
 class Output:
     topic: str
@@ -233,10 +260,14 @@ async def read_outputs(
 def decisions_by_event(
     outputs: Sequence[Output], settings: Settings
 ) -> dict[str, list[dict[str, Any]]]:
+    """Each event's decisions in input order (decision topics are read one after
+    another, so their interleaving says nothing about which came first)."""
     found: dict[str, list[dict[str, Any]]] = {}
     for output in outputs:
         if output.topic != settings.topics.dlq:
             found.setdefault(output.body["event_id"], []).append(output.body)
+    for decisions in found.values():
+        decisions.sort(key=lambda body: (body["record"]["partition"], body["record"]["offset"]))
     return found
 
 

@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 from aiokafka.partitioner import DefaultPartitioner
+from faststream import BaseMiddleware
 from faststream.kafka import KafkaBroker
 
-from consumer.app import BrokerPublisher
 from consumer.partitioning import CachedDefaultPartitioner
-from consumer.records import OutgoingRecord
+from consumer.publisher import BrokerPublisher
+from consumer.records import OCTET_STREAM, OutgoingRecord
 from consumer.settings import Settings
 from consumer.topic_reader import read_all
 from consumer.topics import ensure_topics
@@ -97,9 +98,10 @@ async def test_keyed_records_are_batched_to_the_partitions_the_producer_would_pi
             for i in range(30)
         ]
         offsets = await publisher.publish_all(records)
-        # A record with neither key nor partition still goes through `send`.
+        # A record with neither key nor partition joins a batch too (one `send`
+        # would be bound by the producer's max_request_size, not the broker's).
         keyless = await publisher.publish_all([OutgoingRecord(topic, None, b"keyless")])
-    assert sent_one_by_one == [b"keyless"]
+    assert sent_one_by_one == []
     assert len(keyless) == 1
 
     stored = {(r.partition, r.offset): r async for r in read_all(settings, [topic])}
@@ -111,3 +113,40 @@ async def test_keyed_records_are_batched_to_the_partitions_the_producer_would_pi
         assert (found.key, found.value) == (record.key, record.value)
         # The headers the broker's own publish writes.
         assert [name for name, _ in found.headers] == ["content-type", "correlation_id"]
+        assert dict(found.headers)["content-type"] == b"application/json"
+    assert [r.value for r in stored.values() if r.key is None] == [b"keyless"]
+
+
+@pytest.mark.parametrize("path", ["record batches", "the broker's publish"])
+async def test_a_dead_letter_is_not_typed_json_and_a_decision_is(
+    local_broker: Any, tmp_path: Path, path: str
+) -> None:
+    """A dead letter's bytes are whatever came in: its content type does not
+    claim JSON; a decision says it is JSON (never an empty content type). Both
+    ways of publishing: a publish middleware (tracing) makes it the broker's."""
+    middlewares = [BaseMiddleware] if path == "the broker's publish" else []
+    async with connected_broker(local_broker, tmp_path, middlewares=middlewares) as (
+        settings,
+        broker,
+    ):
+        publisher = BrokerPublisher(broker, partitioner=CachedDefaultPartitioner())
+        assert (publisher._direct_producer() is None) == bool(middlewares)
+        await publisher.publish_all(
+            [
+                OutgoingRecord(settings.topics.accepted, b"k", b"{}"),
+                OutgoingRecord(
+                    settings.topics.dlq,
+                    None,
+                    b"\x00junk",
+                    {"error_code": "x"},
+                    content_type=OCTET_STREAM,
+                ),
+            ]
+        )
+    found = {
+        r.topic: dict(r.headers)
+        async for r in read_all(settings, [settings.topics.accepted, settings.topics.dlq])
+    }
+    assert found[settings.topics.accepted]["content-type"] == b"application/json"
+    assert found[settings.topics.dlq]["content-type"] == b"application/octet-stream"
+    assert found[settings.topics.dlq]["error_code"] == b"x"

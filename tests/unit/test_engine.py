@@ -137,7 +137,7 @@ async def test_exact_repeat_found_in_store_without_recent_cache(
     assert len(vectors.calls) == calls_before
 
 
-async def test_in_batch_repeat_is_recent_and_model_called_once(
+async def test_in_batch_repeat_is_exact_and_model_called_once(
     engine: DedupEngine, embedder: FakeEmbedder
 ) -> None:
     plan = await engine.decide(
@@ -147,11 +147,24 @@ async def test_in_batch_repeat_is_recent_and_model_called_once(
     assert first.decision is Decision.ACCEPTED
     for repeat in (second, third):
         assert repeat.decision is Decision.SKIPPED
-        assert repeat.reason is DecisionReason.RECENT
+        # As it would be had the batch split before it: a reason never depends
+        # on batch boundaries.
+        assert repeat.reason is DecisionReason.EXACT
         assert repeat.memory.memory_id == first.memory.memory_id
-        assert checks_of(repeat) == {CheckName.EXACT: False, CheckName.RECENT: True}
+        assert checks_of(repeat) == {CheckName.EXACT: True}
     assert embedder.calls == [[first.candidate.normalized]]
     assert len(plan.writes) == 1
+
+
+async def test_an_exact_repeat_gets_one_reason_however_the_batches_split(
+    make_engine: EngineFactory, store: EdgeMemoryStore
+) -> None:
+    together = await make_engine().decide(0, [cand("e1", BASE, 0), cand("e2", BASE, 1)])
+    await decide_and_store(store, make_engine(), cand("e1", BASE, 0))
+    [apart] = (await make_engine().decide(0, [cand("e2", BASE, 1)])).outcomes
+    in_batch = together.outcomes[1]
+    assert (in_batch.decision, in_batch.reason) == (apart.decision, apart.reason)
+    assert checks_of(in_batch) == checks_of(apart)
 
 
 # A neighbour found only by search (stored in an earlier batch) must be usable.
@@ -484,7 +497,7 @@ async def test_a_lookahead_that_matches_is_used_instead_of_a_second_model_call(
     assert [(o.decision, o.reason) for o in plan.outcomes] == [
         (Decision.SKIPPED, DecisionReason.EXACT),
         (Decision.ACCEPTED, DecisionReason.NEW),
-        (Decision.SKIPPED, DecisionReason.RECENT),
+        (Decision.SKIPPED, DecisionReason.EXACT),
         (Decision.ACCEPTED, DecisionReason.NEW),
     ]
 

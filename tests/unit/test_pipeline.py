@@ -112,7 +112,7 @@ async def test_decision_events(processor: BatchProcessor, publisher: FakePublish
     assert [c.name.value for c in accepted.checks] == ["exact", "recent", "semantic"]
 
     assert skipped.decision is Decision.SKIPPED
-    assert skipped.reason is DecisionReason.RECENT
+    assert skipped.reason is DecisionReason.EXACT
     assert skipped.decision_id == decision_id_for("e2")
     assert skipped.memory_id == accepted.memory_id
 
@@ -205,6 +205,56 @@ async def test_tombstone_is_dead_lettered(
     assert out.topic == TOPICS.dlq
     assert out.headers["error_code"] == "invalid_json"
     assert out.value == b""
+
+
+async def test_a_dead_letter_too_big_for_a_record_keeps_the_first_bytes_size_and_digest(
+    make_engine: EngineFactory,
+    store: EdgeMemoryStore,
+    embedder: FakeEmbedder,
+    publisher: FakePublisher,
+) -> None:
+    import hashlib
+
+    from consumer.publisher import record_size
+
+    limit = 64 * 1024
+    processor = BatchProcessor(
+        engine=make_engine(),
+        store=store,
+        publisher=publisher,
+        topics=TOPICS,
+        model_id=embedder.model_id,
+        max_event_bytes=MAX_BYTES,
+        max_record_bytes=limit,
+    )
+    value = b"{" + b"x" * (3 * limit)
+    big_headers = tuple((f"h{i}", b"y" * 1024) for i in range(40))
+    record = make_record(value=value, partition=1, offset=9, headers=big_headers)
+    await processor.process([record])
+    [out] = publisher.published
+    assert out.topic == TOPICS.dlq
+    assert record_size(out) <= limit
+    assert out.headers["error_code"] == "too_large"
+    assert out.headers["original_bytes"] == str(len(value))
+    assert out.headers["original_sha256"] == hashlib.sha256(value).hexdigest()
+    assert value.startswith(out.value)
+    assert len(out.value) > limit // 2
+    # The input's headers (40 KiB) would crowd out the body: the original keeps them.
+    assert not any(name.startswith("h") for name in out.headers)
+    assert (out.headers["source_partition"], out.headers["source_offset"]) == ("1", "9")
+    assert out.content_type == "application/octet-stream"
+
+
+async def test_a_dead_letter_that_fits_is_whole_and_says_nothing_of_size(
+    processor: BatchProcessor, publisher: FakePublisher
+) -> None:
+    value = b"{" + b"x" * (2 * MAX_BYTES)
+    await processor.process([make_record(value=value, offset=1)])
+    [out] = publisher.published
+    assert out.headers["error_code"] == "too_large"
+    assert out.value == value
+    assert "original_bytes" not in out.headers
+    assert "original_sha256" not in out.headers
 
 
 async def test_dead_letter_gets_event_id_header_when_known(
@@ -381,7 +431,7 @@ async def test_a_partition_decided_in_segments_meets_what_earlier_segments_wrote
     assert [(e.event_id, e.decision.value, e.reason.value) for e in events] == [
         ("e1", "accepted", "new"),
         ("e2", "accepted", "new"),
-        ("e3", "skipped", "recent"),
+        ("e3", "skipped", "exact"),
         ("e1", "accepted", "new"),
         ("e4", "merged", "semantic"),
         ("e5", "skipped", "exact"),
