@@ -127,6 +127,9 @@ class ConsumerService:
         self._changelog = changelog
         self._restored: set[int] = set()
         self._in_flight = asyncio.Lock()
+        # Set on shutdown: a batch waiting to retry gives up at once (it is not
+        # committed, so it is redelivered) instead of holding the shutdown.
+        self._stopping = asyncio.Event()
         self.batches = 0
         self.retries = 0
         self.poisoned = 0
@@ -155,9 +158,17 @@ class ConsumerService:
                         records=records,
                     )
                     self._metrics.set_backoff(True)
-                    await asyncio.sleep(delay)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._stopping.wait(), delay)
+                    if self._stopping.is_set():
+                        log.info("retry_abandoned_on_shutdown", records=records)
+                        raise
         finally:
             self._metrics.set_backoff(False)
+
+    def stop_retrying(self) -> None:
+        """Shutting down: retries end, the batch stays uncommitted."""
+        self._stopping.set()
 
     async def _restore(self, partitions: set[int]) -> None:
         changelog = self._changelog
@@ -537,6 +548,11 @@ def create_app(
             input_topic=settings.topics.input,
             model=runtime.embedder.model_id,
         )
+
+    @app.on_shutdown
+    async def stop_retrying() -> None:
+        if runtime.service is not None:
+            runtime.service.stop_retrying()
 
     @app.after_shutdown
     async def stop_service() -> None:

@@ -3,6 +3,8 @@ dead-lettered after bounded retries; its batch-mates are decided normally."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Sequence
 
 import pytest
@@ -11,8 +13,9 @@ from consumer.app import ConsumerService
 from consumer.engine.dedup import DedupEngine
 from consumer.engine.recent import RecentCache
 from consumer.engine.thresholds import ThresholdPolicy
-from consumer.errors import PartitionsLost
+from consumer.errors import PartitionsLost, PublishFailed, PublishRejected
 from consumer.pipeline import BatchProcessor
+from consumer.records import OutgoingRecord
 from consumer.settings import RetrySettings, TopicSettings
 from consumer.store.edge import EdgeMemoryStore
 from consumer.typing import Vectors
@@ -123,4 +126,59 @@ async def test_lost_partitions_are_neither_retried_nor_dead_lettered(
         await service.handle(records)
     assert embedder.calls == 1
     assert (service.poisoned, service.retries) == (0, 0)
+    assert publisher.published == []
+
+
+class RefusingPublisher(FakePublisher):
+    """The broker refuses every record answering event p1 for what it is."""
+
+    async def publish_all(self, records: Sequence[OutgoingRecord]) -> None:
+        self.attempts.append(list(records))
+        if any(b'"p1"' in r.value for r in records if r.topic != TOPICS.dlq):
+            raise PublishRejected("broker refused a record: MessageSizeTooLargeError")
+        self.published.extend(records)
+
+
+async def test_a_permanent_refusal_is_dead_lettered_without_retrying(
+    store: EdgeMemoryStore,
+) -> None:
+    publisher = RefusingPublisher()
+    service = service_with(store, FakeEmbedder(), publisher, QUICK_RETRY)
+    records = [
+        make_record(event_dict(event_id="g1", content="User bakes sourdough"), offset=0),
+        make_record(event_dict(event_id="p1", content="User sails on weekends"), offset=1),
+    ]
+    summary = await service.handle(records)
+    assert summary.dead_letters == {"processing_error": 1}
+    assert service.retries == 0
+    # The batch once, then each record alone once: no attempt repeats a refusal.
+    alone = [
+        a
+        for a in publisher.attempts
+        if any(b'"p1"' in r.value and r.topic != TOPICS.dlq for r in a)
+    ]
+    assert len(alone) == 2
+    [letter] = [r for r in publisher.published if r.topic == TOPICS.dlq]
+    assert "PublishRejected after 1 attempt:" in letter.headers["error_detail"]
+
+
+async def test_shutdown_ends_a_retry_wait_and_leaves_the_batch_uncommitted(
+    store: EdgeMemoryStore,
+) -> None:
+    """A batch retrying a broker that does not answer would hold SIGTERM for up to
+    retry.max_elapsed_s: shutdown gives it up instead (it is redelivered)."""
+    publisher = FakePublisher()
+    publisher.fail_next = 1_000
+    patient = RetrySettings(initial_backoff_s=0.2, max_backoff_s=5.0, max_elapsed_s=600.0)
+    service = service_with(store, FakeEmbedder(), publisher, patient)
+    handling = asyncio.create_task(
+        service.handle([make_record(event_dict(event_id="g1"), offset=0)])
+    )
+    while service.retries < 2:
+        await asyncio.sleep(0.05)
+    started = time.monotonic()
+    service.stop_retrying()
+    with pytest.raises(PublishFailed):
+        await asyncio.wait_for(handling, timeout=5)
+    assert time.monotonic() - started < 1.0
     assert publisher.published == []
