@@ -23,16 +23,19 @@ def _interrupt(signum: int, frame: object) -> None:
 def cmd_broker(args: argparse.Namespace) -> int:
     from consumer.localbroker import LocalBroker
 
-    broker = LocalBroker(port=args.port).start()
-    print(broker.bootstrap_servers, flush=True)
-    print(
-        f"local broker (memory only) running, pid {broker.pid}; "
-        f"export MEMDEDUP_KAFKA__BOOTSTRAP_SERVERS={broker.bootstrap_servers}; Ctrl-C stops it",
-        file=sys.stderr,
-        flush=True,
-    )
+    # Installed before the address is printed: a caller may stop us as soon as it reads it.
     signal.signal(signal.SIGTERM, _interrupt)
+    broker = LocalBroker(port=args.port)
     try:
+        broker.start()
+        print(broker.bootstrap_servers, flush=True)
+        print(
+            f"local broker (memory only) running, pid {broker.pid}; "
+            f"export MEMDEDUP_KAFKA__BOOTSTRAP_SERVERS={broker.bootstrap_servers}; "
+            "Ctrl-C stops it",
+            file=sys.stderr,
+            flush=True,
+        )
         return broker.wait()
     except KeyboardInterrupt:
         return 0
@@ -106,12 +109,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
         else:
             target = ResetTarget(earliest=True)
         topic = args.topic or settings.topics.input
+        if not args.wait >= 0:  # NaN too
+            raise ReplayRefused(f"--wait {args.wait:g}: expected a number of seconds >= 0")
         committed = asyncio.run(
             reset_offsets(
                 settings.kafka,
                 group=args.group,
                 topic=topic,
                 target=target,
+                wait_s=args.wait,
+                on_wait=lambda line: print(f"memdedup replay: {line}", file=sys.stderr, flush=True),
                 security=settings.security,
             )
         )
@@ -131,9 +138,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_rebuild(args: argparse.Namespace) -> int:
     from datetime import datetime
 
+    from consumer.logs import configure_logging
     from consumer.rebuild import RebuildRefused, rebuild
 
     settings = _settings(args)
+    # The log settings (INFO by default), not structlog's default of everything:
+    # the reprocessing would print a debug line per decided event.
+    configure_logging(level=settings.log.level, fmt=settings.log.format)
     since = None
     if args.from_datetime is not None:
         since = datetime.fromisoformat(args.from_datetime)
@@ -400,6 +411,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--to-offset", metavar="P:O", action="append", help="partition:offset (repeatable)"
     )
     replay.add_argument("--topic", default=None, help="default: the input topic setting")
+    replay.add_argument(
+        "--wait",
+        metavar="SECONDS",
+        type=float,
+        default=0.0,
+        help="wait up to this long for the group to have no members (consumers killed a "
+        "moment ago stay members for one session timeout); default 0: refuse at once",
+    )
     replay.add_argument("--config", type=Path, default=None)
     replay.set_defaults(func=cmd_replay)
 

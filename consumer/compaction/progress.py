@@ -1,7 +1,10 @@
 """A small progress bar for long compaction runs, written to stderr.
 
-On a terminal it redraws one line in place (at most every `min_interval_s`);
-on anything else (a log file, CI) it writes one line per 10% so logs stay short.
+On a terminal it redraws one line in place (at most every `min_interval_s`).
+On anything else (a log file, CI) it writes a few whole lines so logs stay short:
+one when work starts, one per 10% step but no more often than every
+`line_interval_s`, and one at the end. A run shorter than that interval writes
+two lines.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ class Progress:
         out: TextIO,
         min_interval_s: float = 0.2,
         *,
+        line_interval_s: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
         tty: bool | None = None,
     ) -> None:
@@ -56,12 +60,15 @@ class Progress:
         self.done = 0
         self._out = out
         self._min_interval_s = min_interval_s
+        self._line_interval_s = line_interval_s
         self._clock = clock
         self._tty = _is_tty(out) if tty is None else tty
         self._started = clock()
         self._last_drawn: float | None = None
+        # Off a terminal: the 10% step of the last line written, and when.
         self._last_step = 0
         self._last_written: int | None = None
+        self._last_written_at: float | None = None
         self._closed = False
 
     def __enter__(self) -> Progress:
@@ -80,14 +87,21 @@ class Progress:
             raise ValueError(f"n must be >= 0, got {n}")
         if self._closed:
             return
-        self.done += n
         now = self._clock()
+        if not self._tty and self._last_written_at is None:
+            self._write_line(now)  # the start, before this first advance
+        self.done += n
         if self._tty:
             if self._last_drawn is None or now - self._last_drawn >= self._min_interval_s:
                 self._draw(now)
             return
         step = self._step()
-        if step > self._last_step:
+        written_at = self._last_written_at
+        if (
+            step > self._last_step
+            and written_at is not None
+            and now - written_at >= self._line_interval_s
+        ):
             self._last_step = step
             self._write_line(now)
 
@@ -141,3 +155,4 @@ class Progress:
         self._out.write(self.render(now) + "\n")
         self._out.flush()
         self._last_written = self.done
+        self._last_written_at = now

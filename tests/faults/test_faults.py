@@ -127,6 +127,8 @@ async def test_full_replay_reemits_identical_decisions_and_stores_nothing(
             "--group",
             settings.kafka.group_id,
             "--to-earliest",
+            "--wait",
+            "30",
         ],
         env={**os.environ, **settings_env(settings)},
         capture_output=True,

@@ -57,6 +57,7 @@ async def test_replay_from_earliest_reemits_identical_decisions(
             group=settings.kafka.group_id,
             topic=settings.topics.input,
             target=ResetTarget(earliest=True),
+            wait_s=10,
         )
         assert set(committed.values()) == {0}
         async with running_consumer(settings, real_embedder, await stores.open()):
@@ -90,6 +91,7 @@ async def test_replay_to_an_offset_only_repeats_what_follows(
             group=settings.kafka.group_id,
             topic=settings.topics.input,
             target=ResetTarget(offsets=((0, 2),)),
+            wait_s=10,
         ) == {0: 2}
         with pytest.raises(ReplayRefused, match="outside"):
             await reset_offsets(

@@ -39,7 +39,7 @@ def test_before_any_time_has_passed_rate_and_eta_are_unknown() -> None:
     assert progress.render().endswith("0/10  0%  --/s  eta --")
 
 
-def test_off_a_terminal_it_writes_one_line_per_ten_percent() -> None:
+def test_off_a_terminal_a_short_run_writes_a_start_and_an_end_line() -> None:
     clock = FakeClock()
     out = io.StringIO()
     with Progress(200, "compact", out, clock=clock) as progress:
@@ -48,10 +48,46 @@ def test_off_a_terminal_it_writes_one_line_per_ten_percent() -> None:
             progress.advance()
 
     lines = out.getvalue().splitlines()
-    assert len(lines) == 10
-    assert [line.split()[-4] for line in lines] == [f"{p}%" for p in range(10, 101, 10)]
+    assert [line.split()[2:4] for line in lines] == [["0/200", "0%"], ["200/200", "100%"]]
     assert "\r" not in out.getvalue()
     assert lines[-1].startswith("compact  [" + "#" * 24 + "]  200/200  100%  100/s")
+
+
+def test_off_a_terminal_many_updates_write_only_a_few_lines() -> None:
+    clock = FakeClock()
+    out = io.StringIO()
+    with Progress(100_000, "compact", out, clock=clock) as progress:
+        for _ in range(100_000):
+            clock.now += 0.001  # 100 s in all
+            progress.advance()
+
+    # Start, a 10% step at most every 30 s, end.
+    lines = out.getvalue().splitlines()
+    assert [line.split()[3] for line in lines] == ["0%", "30%", "60%", "90%", "100%"]
+
+
+def test_off_a_terminal_a_long_run_writes_at_most_a_line_per_ten_percent() -> None:
+    clock = FakeClock()
+    out = io.StringIO()
+    with Progress(1000, "apply", out, line_interval_s=30, clock=clock) as progress:
+        for _ in range(1000):
+            clock.now += 1.0  # 1000 s in all
+            progress.advance()
+
+    lines = out.getvalue().splitlines()
+    assert [line.split()[3] for line in lines] == [f"{p}%" for p in range(0, 101, 10)]
+
+
+def test_off_a_terminal_a_stalled_run_writes_nothing_more() -> None:
+    clock = FakeClock()
+    out = io.StringIO()
+    progress = Progress(100, "apply", out, clock=clock)
+    progress.advance(5)
+    for _ in range(100):
+        clock.now += 60
+        progress.advance(0)
+
+    assert len(out.getvalue().splitlines()) == 1
 
 
 def test_closing_early_writes_where_it_stopped() -> None:
@@ -60,22 +96,24 @@ def test_closing_early_writes_where_it_stopped() -> None:
     progress = Progress(100, "compact", out, clock=clock)
     progress.advance(55)
     clock.now += 1
-    progress.advance(3)  # still in the 50% step: no line
+    progress.advance(3)  # within the line interval: no line
     progress.close()
     progress.close()  # once only
 
     lines = out.getvalue().splitlines()
-    assert [line.split()[2:4] for line in lines] == [["55/100", "55%"], ["58/100", "58%"]]
+    assert [line.split()[2:4] for line in lines] == [["0/100", "0%"], ["58/100", "58%"]]
 
 
 def test_close_adds_no_line_when_the_last_one_is_current() -> None:
+    clock = FakeClock()
     out = io.StringIO()
-    progress = Progress(100, "compact", out, clock=FakeClock())
+    progress = Progress(100, "compact", out, clock=clock)
     progress.advance(35)
+    clock.now += 31
     progress.advance(65)
     progress.close()
 
-    assert [line.split()[3] for line in out.getvalue().splitlines()] == ["35%", "100%"]
+    assert [line.split()[3] for line in out.getvalue().splitlines()] == ["0%", "100%"]
 
 
 def test_on_a_terminal_it_redraws_one_line_at_most_every_interval() -> None:

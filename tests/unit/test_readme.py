@@ -114,3 +114,78 @@ def _known(name: str) -> bool:
 def test_every_name_in_the_readme_is_a_setting() -> None:
     unknown = sorted({n for n in ENV_NAME.findall(readme()) if not _known(n)})
     assert not unknown, f"README.md names settings that do not exist: {unknown}"
+
+
+FENCE = re.compile(r"^\s*(```|~~~)")
+HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+ANCHOR_LINK = re.compile(r"\]\(#([^)\s]*)\)")
+# A section named in prose: (see "Measuring quality").
+QUOTED_SECTION = re.compile(r'\(see "([^"]+)"\)')
+
+
+def prose_lines() -> list[str]:
+    """README.md's lines outside fenced code blocks."""
+    lines, fenced = [], False
+    for line in readme().splitlines():
+        if FENCE.match(line):
+            fenced = not fenced
+            continue
+        if not fenced:
+            lines.append(line)
+    return lines
+
+
+def github_slug(title: str) -> str:
+    """The anchor GitHub gives a heading: the rendered text in lower case, without
+    punctuation other than `-` and `_`, spaces turned into `-`."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", title)  # a link's text only
+    text = re.sub(r"[^\w\- ]", "", text.strip().lower())
+    return text.replace(" ", "-")
+
+
+def headings() -> list[str]:
+    return [m.group(2) for m in map(HEADING.match, prose_lines()) if m]
+
+
+def anchors() -> set[str]:
+    """Every heading's anchor; a repeated title gets -1, -2, ... as on GitHub."""
+    found: set[str] = set()
+    seen: dict[str, int] = {}
+    for title in headings():
+        slug = github_slug(title)
+        if slug in seen:
+            seen[slug] += 1
+            found.add(f"{slug}-{seen[slug]}")
+        else:
+            seen[slug] = 0
+            found.add(slug)
+    return found
+
+
+def test_github_slugs() -> None:
+    assert github_slug("Event contract (v1)") == "event-contract-v1"
+    assert github_slug("Sizing: partitions and replicas") == "sizing-partitions-and-replicas"
+    assert github_slug("Audit log, review and compaction") == "audit-log-review-and-compaction"
+    assert github_slug("`memdedup run` and [Kafka](https://kafka.apache.org)") == (
+        "memdedup-run-and-kafka"
+    )
+
+
+def test_headings_in_code_blocks_are_not_headings() -> None:
+    assert "Quick start" in headings()
+    assert not any(title.startswith("memdedup.yaml") for title in headings())
+
+
+def test_every_in_page_link_leads_to_a_heading() -> None:
+    links = [m.group(1) for line in prose_lines() for m in ANCHOR_LINK.finditer(line)]
+    assert links, "expected in-page links in README.md"
+    broken = sorted({link for link in links if link not in anchors()})
+    assert not broken, f"README.md links to sections that do not exist: {broken}"
+
+
+def test_every_section_named_in_quotes_exists() -> None:
+    titles = {title.lower() for title in headings()}
+    named = [m.group(1) for line in prose_lines() for m in QUOTED_SECTION.finditer(line)]
+    assert named, 'expected (see "Section") references in README.md'
+    missing = sorted({name for name in named if name.lower() not in titles})
+    assert not missing, f"README.md refers to sections that do not exist: {missing}"
