@@ -5,8 +5,11 @@ Usage::
     python bench/quality.py [--limit N] [--datasets-dir DIR] [--no-public]
                             [--pairs FILE] [--json FILE]
 
-Data sets: the shipped memory pairs (``consumer/data/memory_pairs.jsonl``) and the
-public sets in ``../shared/datasets`` (PAWS-Wiki dev/test, STS-B dev/test with
+Data sets: the memory pairs of ``bench/pairs/memory/`` (split by group into
+train / dev / frozen test, ``consumer.quality.pairs.split_of``: the test split is
+reported, train+dev beside it only to show what tuning saw), the shipped memory
+pairs (``consumer/data/memory_pairs.jsonl``, which earlier defaults were read off)
+and the public sets in ``../shared/datasets`` (PAWS-Wiki dev/test, STS-B dev/test with
 duplicate = gold score >= 4.0, MRPC train/test), read in place, never copied.
 ``--limit`` pairs are sampled (seed 0) from each public split (0: all).
 
@@ -68,6 +71,9 @@ BoolArray = npt.NDArray[np.bool_]
 
 DEFAULT_DATASETS_DIR = REPO_ROOT.parent / "shared" / "datasets"
 MEMORY_PAIRS = REPO_ROOT / "consumer" / "data" / "memory_pairs.jsonl"
+MEMORY_PAIRS_DIR = REPO_ROOT / "bench" / "pairs" / "memory"
+# Distinct kinds whose false merges are counted apart (the targets: zero).
+HARD_DISTINCT_KINDS = ("number_change", "negation", "role_swap", "value_swap")
 PAWS_GAIN_TARGET = 0.15
 PUBLIC_SPLITS: tuple[tuple[str, str, str], ...] = (
     ("paws-dev", "paws_wiki", "dev"),
@@ -205,9 +211,29 @@ def evaluate_set(
         cos_p = interpolated_precision(scores, labels, pipeline_default.recall)
         if cos_p is not None:
             at_default = (pipeline_default.recall, pipeline_default.precision, cos_p)
+    by_kind: dict[str, dict[str, int]] = {}
+    for pair, s_ in zip(pairs, scores, strict=True):
+        outcome = decide_pair(pair.existing, pair.new, float(s_), bands, verifier=verifier)
+        kind = by_kind.setdefault(
+            f"{pair.category or '-'} ({pair.label})",
+            {"pairs": 0, "predicted_duplicate": 0, "skipped": 0, "cosine_duplicate": 0},
+        )
+        kind["pairs"] += 1
+        kind["predicted_duplicate"] += int(outcome.duplicate)
+        kind["skipped"] += int(outcome.decision.value == "skipped")
+        kind["cosine_duplicate"] += int(float(s_) >= bands.merge_threshold)
+    distinct_skipped = sum(v["skipped"] for k, v in by_kind.items() if k.endswith("(distinct)"))
+    hard_merges = sum(
+        v["predicted_duplicate"]
+        for k, v in by_kind.items()
+        if k.endswith("(distinct)") and k.split(" ")[0] in HARD_DISTINCT_KINDS
+    )
     return {
         "name": name,
         "pairs": len(pairs),
+        "by_kind": by_kind,
+        "distinct_skipped": distinct_skipped,
+        "hard_distinct_merged": hard_merges,
         "duplicates": int(labels.sum()),
         "vetoed": int(vetoed.sum()),
         "vetoed_duplicates": int((vetoed & labels).sum()),
@@ -268,15 +294,32 @@ def print_set(result: dict[str, Any]) -> None:
             f"at the pipeline's default recall {r:.3f}: pipeline precision {p:.3f}, "
             f"cosine {c:.3f} -> gain {p - c:+.3f}"
         )
+    if any(k != "- (duplicate)" and k != "- (distinct)" for k in result["by_kind"]):
+        print(
+            f"\nby kind at defaults (distinct pairs skipped: {result['distinct_skipped']}; "
+            f"false merges on {'/'.join(HARD_DISTINCT_KINDS)}: "
+            f"{result['hard_distinct_merged']}):\n"
+        )
+        print(
+            "| kind (label) | pairs | pipeline: predicted duplicate | of which skipped "
+            "| cosine >= merge threshold |"
+        )
+        print("|---|---|---|---|---|")
+        for kind, v in sorted(result["by_kind"].items(), key=lambda kv: kv[0].split("(")[1]):
+            print(
+                f"| {kind} | {v['pairs']} | {v['predicted_duplicate']} | {v['skipped']} "
+                f"| {v['cosine_duplicate']} |"
+            )
 
 
 def summary_rows(results: Sequence[dict[str, Any]]) -> None:
     print("\n### Summary (F1; pipeline / cosine ratio)\n")
     print(
         "| set | cosine P/R/F1 @defaults | guards only P/R/F1 | pipeline P/R/F1 @defaults "
-        "| ratio F1 | cosine best F1 (t) | pipeline best F1 (t) | ratio |"
+        "| ratio F1 | cosine best F1 (t) | pipeline best F1 (t) | ratio | distinct skipped "
+        "| hard false merges |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         cd, pd = r["cosine_default"], r["pipeline_default"]
         cb, pb = r["cosine_best"], r["pipeline_best"]
@@ -286,7 +329,8 @@ def summary_rows(results: Sequence[dict[str, Any]]) -> None:
             f"| {fmt(gd['precision'])}/{fmt(gd['recall'])}/{fmt(gd['f1'])} "
             f"| {fmt(pd['precision'])}/{fmt(pd['recall'])}/{fmt(pd['f1'])} "
             f"| {ratio(pd['f1'], cd['f1'])} | {fmt(cb['f1'])} ({cb['threshold']:.2f}) "
-            f"| {fmt(pb['f1'])} ({pb['threshold']:.2f}) | {ratio(pb['f1'], cb['f1'])} |"
+            f"| {fmt(pb['f1'])} ({pb['threshold']:.2f}) | {ratio(pb['f1'], cb['f1'])} "
+            f"| {r['distinct_skipped']} | {r['hard_distinct_merged']} |"
         )
 
 
@@ -346,7 +390,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--datasets-dir", type=Path, default=DEFAULT_DATASETS_DIR)
     parser.add_argument("--no-public", action="store_true", help="only the memory pairs")
     parser.add_argument(
+        "--public",
+        default=",".join(name for name, _, _ in PUBLIC_SPLITS),
+        help="public splits to run, comma-separated (default: all)",
+    )
+    parser.add_argument(
         "--pairs", type=Path, default=MEMORY_PAIRS, help="memory pairs (default: shipped)"
+    )
+    parser.add_argument(
+        "--memory-dir",
+        type=Path,
+        default=MEMORY_PAIRS_DIR,
+        help="split memory pair files (*.jsonl; default bench/pairs/memory)",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None, help="write all figures here")
@@ -358,9 +413,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     settings = load_settings()
     bands = policy_from_settings(settings.dedup).default
-    sets: dict[str, list[LabelledPair]] = {"memory": load_pairs(args.pairs)}
+    sets: dict[str, list[LabelledPair]] = {}
+    memory_files = sorted(args.memory_dir.glob("*.jsonl"))
+    if memory_files:
+        split_pairs = [p for path in memory_files for p in load_pairs(path)]
+        unsplit = [p for p in split_pairs if p.split is None]
+        if unsplit:
+            print(
+                f"{len(unsplit)} memory pairs have no split: run tools/split_pairs.py",
+                file=sys.stderr,
+            )
+            return 2
+        # The frozen test first: it is the figure that counts.
+        sets["memory-test"] = [p for p in split_pairs if p.split == "test"]
+        sets["memory-train+dev"] = [p for p in split_pairs if p.split != "test"]
+    sets["shipped"] = load_pairs(args.pairs)
     if not args.no_public:
+        chosen = set(args.public.split(","))
         for name, folder, split in PUBLIC_SPLITS:
+            if name not in chosen:
+                continue
             path = args.datasets_dir / folder / f"{split}.jsonl"
             if not path.exists():
                 print(f"skipping {path}: not found", file=sys.stderr)

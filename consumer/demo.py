@@ -156,7 +156,7 @@ async def run_demo(
             qdrant={"path": data},
             # A free port: the demo must not clash with a consumer already running.
             http={"port": 0},
-            log={"level": "WARNING"},
+            log={"level": "ERROR"},
         )
         print(f"local broker on {broker.bootstrap_servers}; embedded store in {data}")
         await ensure_topics(settings)

@@ -12,6 +12,11 @@
 - `namespace` (optional): whose bands decide the pair; absent or null means the
   default bands. Same rules as event namespaces (`[a-z0-9_-]`, 1-64 chars);
 - `category` (optional): a free-form kind for the per-category report.
+- `group` (optional): the template or base fact the pair was written from; pairs
+  of one group are variants of one fact and always share a split;
+- `split` (optional): `train`, `dev` or `test`, fixed by the group
+  (`split_of(group)`): a pair cannot move to another split without the file
+  failing to load. Tune on train and dev only; test is frozen.
 
 Other keys (`id`, `score`, ...) are ignored, so the public sets under
 `shared/datasets` load as they are. Blank lines are skipped.
@@ -19,6 +24,7 @@ Other keys (`id`, `score`, ...) are ignored, so the public sets under
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterable
@@ -32,15 +38,29 @@ from schemas.events import NAMESPACE_PATTERN
 __all__ = [
     "DISTINCT",
     "DUPLICATE",
+    "SPLITS",
     "LabelledPair",
     "PairFileError",
     "load_pairs",
     "parse_pair",
     "parse_pairs",
+    "split_of",
 ]
 
 DUPLICATE: Final = "duplicate"
 DISTINCT: Final = "distinct"
+SPLITS: Final = ("train", "dev", "test")
+# Percent of groups per split: train 60, dev 20, test 20.
+_SPLIT_BOUNDS: Final = ((60, "train"), (80, "dev"), (100, "test"))
+
+
+def split_of(group: str) -> str:
+    """The split a group belongs to, from its name alone (a stable hash): no
+    choice made while tuning can move a pair into or out of the frozen test."""
+    bucket = int(hashlib.sha256(group.encode()).hexdigest()[:8], 16) % 100
+    return next(name for bound, name in _SPLIT_BOUNDS if bucket < bound)
+
+
 _NAMESPACE_RE: Final = re.compile(NAMESPACE_PATTERN)
 _MAX_NAMESPACE: Final = 64
 
@@ -57,6 +77,8 @@ class LabelledPair:
     namespace: str | None = None
     category: str | None = None
     line: int = 0
+    group: str | None = None
+    split: str | None = None
 
     @property
     def label(self) -> str:
@@ -96,7 +118,21 @@ def parse_pair(obj: object, line: int = 0) -> LabelledPair:
     ):
         raise ValueError(f"`namespace` {namespace!r} must match {NAMESPACE_PATTERN} (<= 64 chars)")
     category = _optional(obj, "category")
-    return LabelledPair(existing, new, label == DUPLICATE, namespace, category or None, line)
+    group = _optional(obj, "group") or None
+    split = _optional(obj, "split") or None
+    if split is not None:
+        if split not in SPLITS:
+            raise ValueError(f"`split` must be one of {', '.join(SPLITS)}, got {split!r}")
+        if group is None:
+            raise ValueError("`split` needs the pair's `group` (the split follows the group)")
+        if split != split_of(group):
+            raise ValueError(
+                f"group {group!r} belongs to split {split_of(group)!r}, not {split!r}: "
+                "splits are fixed by the group (consumer.quality.pairs.split_of)"
+            )
+    return LabelledPair(
+        existing, new, label == DUPLICATE, namespace, category or None, line, group, split
+    )
 
 
 def parse_pairs(lines: Iterable[str], *, source: str = "<pairs>") -> list[LabelledPair]:

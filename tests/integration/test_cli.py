@@ -32,6 +32,8 @@ def run_cli(
 def test_demo_shows_every_decision_and_dead_letter_code() -> None:
     result = run_cli("demo")
     assert result.returncode == 0, result.stderr[-2000:]
+    # The table shows every dead letter: no log line repeats one, nor warns at all.
+    assert "warning" not in result.stderr.lower(), result.stderr[-2000:]
     out = result.stdout
     for expected in (
         "accepted",

@@ -36,7 +36,13 @@ from consumer.quality.evaluate import (
     short_hash,
 )
 from consumer.quality.metrics import Confusion, Tally
-from consumer.quality.pairs import LabelledPair, PairFileError, load_pairs, parse_pairs
+from consumer.quality.pairs import (
+    LabelledPair,
+    PairFileError,
+    load_pairs,
+    parse_pair,
+    parse_pairs,
+)
 from consumer.quality.plot import Series, encode_png, plot_curves
 from consumer.quality.rule import decide_pair, is_exact
 from consumer.settings import DedupSettings
@@ -550,3 +556,27 @@ def test_evaluate_and_calibrate_exit_2_on_bad_files(
     assert f"memdedup calibrate: {bad}:2: invalid JSON" in err
     assert main(["calibrate", str(bad), "--target-precision", "2"]) == 2
     assert "--target-precision" in capsys.readouterr().err
+
+
+def test_a_pair_split_follows_its_group_and_cannot_be_moved() -> None:
+    from consumer.quality.pairs import split_of
+
+    group = "life-007"
+    row = {"existing": "A b", "new": "C d", "label": "distinct", "group": group}
+    assert parse_pair({**row, "split": split_of(group)}).split == split_of(group)
+    other = next(name for name in ("train", "dev", "test") if name != split_of(group))
+    with pytest.raises(ValueError, match="belongs to split"):
+        parse_pair({**row, "split": other})
+    with pytest.raises(ValueError, match="needs the pair's `group`"):
+        parse_pair({"existing": "A b", "new": "C d", "label": "distinct", "split": "train"})
+
+
+def test_groups_fall_into_train_dev_and_test_about_60_20_20() -> None:
+    from collections import Counter
+
+    from consumer.quality.pairs import split_of
+
+    counts = Counter(split_of(f"group-{i}") for i in range(3000))
+    assert 0.55 < counts["train"] / 3000 < 0.65
+    assert 0.15 < counts["dev"] / 3000 < 0.25
+    assert 0.15 < counts["test"] / 3000 < 0.25
