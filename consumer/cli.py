@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from pathlib import Path
@@ -61,21 +62,37 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_produce(args: argparse.Namespace) -> int:
     from consumer.kafka_security import aiokafka_kwargs
-    from consumer.producer import produce_lines, read_lines
+    from consumer.producer import (
+        LineTooLarge,
+        produce_lines,
+        read_numbered_lines,
+        too_large_message,
+    )
 
     settings = _settings(args)
     if not args.file.exists():
         raise ConfigError(f"{args.file} does not exist: pass a JSON Lines file of events")
-    lines = read_lines(args.file)
+    numbered = read_numbered_lines(args.file)
     topic = args.topic or settings.topics.input
-    sent = asyncio.run(
-        produce_lines(
-            lines,
-            bootstrap_servers=settings.kafka.bootstrap_servers,
-            topic=topic,
-            client_kwargs=aiokafka_kwargs(settings.security),
+    try:
+        sent = asyncio.run(
+            produce_lines(
+                [line for _, line in numbered],
+                bootstrap_servers=settings.kafka.bootstrap_servers,
+                topic=topic,
+                client_kwargs=aiokafka_kwargs(settings.security),
+                max_request_bytes=settings.kafka.max_request_bytes,
+            )
         )
-    )
+    except LineTooLarge as exc:
+        message = too_large_message(
+            exc,
+            path=args.file,
+            line_number=numbered[exc.oversized.index][0],
+            max_event_bytes=settings.limits.max_event_bytes,
+        )
+        print(f"memdedup produce: {message}", file=sys.stderr)
+        return 1
     print(f"published {sent} events to {topic} on {settings.kafka.bootstrap_servers}")
     return 0
 
@@ -240,6 +257,43 @@ def cmd_log(args: argparse.Namespace) -> int:
     if args.limit:
         entries = entries[-args.limit :]
     (render_log_json if args.json else render_log)(entries, sys.stdout)
+    return 0
+
+
+def cmd_tail(args: argparse.Namespace) -> int:
+    from consumer.tail import Printer, TopicsMissing, tail
+    from consumer.topic_reader import TopicsUnavailable
+
+    settings = _settings(args)
+    printer = Printer(sys.stdout, as_json=args.json, show_text=args.show_text)
+
+    def ready() -> None:
+        printer.header()
+        if not args.exit_at_end and sys.stderr.isatty():
+            print("memdedup tail: waiting for records; Ctrl-C stops", file=sys.stderr)
+
+    try:
+        asyncio.run(
+            tail(
+                settings,
+                printer,
+                which=args.topic,
+                from_beginning=args.from_beginning,
+                exit_at_end=args.exit_at_end,
+                on_ready=ready,
+            )
+        )
+    except (TopicsMissing, TopicsUnavailable) as exc:
+        print(f"memdedup tail: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, and keep the interpreter's
+        # last flush of stdout from failing again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     return 0
 
 
