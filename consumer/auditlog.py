@@ -150,6 +150,7 @@ def render_log(entries: Sequence[LogEntry], out: TextIO) -> None:
     header = (
         "decided_at",
         "decision_id",
+        "event_id",
         "scope",
         "decision",
         "reason",
@@ -166,6 +167,7 @@ def render_log(entries: Sequence[LogEntry], out: TextIO) -> None:
             (
                 event.decided_at.strftime("%Y-%m-%d %H:%M:%S"),
                 event.decision_id,
+                event.event_id,
                 scope_key(event.tenant_id, event.namespace),
                 event.decision.value,
                 event.reason.value,
@@ -205,12 +207,34 @@ def _refusal(entry: LogEntry, action: ReviewAction) -> str | None:
             "(reverse the skip or merge that folded another event into it instead)"
         )
     if event.reason is not DecisionReason.SEMANTIC:
+        why = _NOT_SEPARABLE.get(event.reason, "it was not decided on similarity")
         return (
-            f"decision {event.decision_id} is a {event.reason.value} {event.decision.value}: "
-            "the event's text is the memory's own text, so there is nothing to separate "
-            "(only semantic skips and merges can be reversed)"
+            f"decision {event.decision_id} {describe_decision(event.decision, event.reason)}: "
+            f"{why} (only semantic skips and merges can be reversed)"
         )
     return None
+
+
+# What a decision did, as a verb phrase that reads right after "decision X".
+_VERBS = {Decision.ACCEPTED: "accepted", Decision.MERGED: "merged", Decision.SKIPPED: "skipped"}
+_HOW = {
+    DecisionReason.NEW: "the event as new",
+    DecisionReason.EXACT: "the event as an exact repeat of a stored memory",
+    DecisionReason.RECENT: "the event as a repeat of a recent event",
+    DecisionReason.SEMANTIC: "the event as a near-duplicate of a stored memory",
+    DecisionReason.COMPACTION: "the event's memory during compaction",
+}
+_SAME_TEXT = "the event's text is the memory's own text, so there is nothing to separate"
+_NOT_SEPARABLE = {
+    DecisionReason.EXACT: _SAME_TEXT,
+    DecisionReason.RECENT: _SAME_TEXT,
+    DecisionReason.COMPACTION: "compaction folded one stored memory into another",
+}
+
+
+def describe_decision(decision: Decision, reason: DecisionReason) -> str:
+    """E.g. "skipped the event as an exact repeat of a stored memory"."""
+    return f"{_VERBS[decision]} {_HOW.get(reason, f'the event (reason: {reason.value})')}"
 
 
 async def send_review(

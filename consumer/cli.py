@@ -437,26 +437,58 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
-    broker = commands.add_parser("broker", help="run a local memory-only Kafka broker (Tansu)")
+    broker = commands.add_parser(
+        "broker",
+        help="run a local memory-only Kafka broker (Tansu)",
+        description="Start a local, memory-only Kafka-compatible broker (Tansu) and print its "
+        "bootstrap address. Use it to try memdedup or run tests without a Kafka cluster; "
+        "everything on it is lost when it stops (Ctrl-C).",
+    )
     broker.add_argument("--port", type=int, default=None, help="port (default: a free one)")
     broker.set_defaults(func=cmd_broker)
 
-    run = commands.add_parser("run", help="run the consumer")
+    run = commands.add_parser(
+        "run",
+        help="run the consumer",
+        description="Run the deduplicating consumer: read events from the input topic, decide "
+        "accepted, merged or skipped, and publish the decisions and dead letters. SIGTERM or "
+        "Ctrl-C finishes the batch in flight, commits and exits.",
+    )
     run.add_argument("--config", type=Path, default=None, help="YAML settings file")
     run.set_defaults(func=cmd_run)
 
-    produce = commands.add_parser("produce", help="publish events from a JSON Lines file")
-    produce.add_argument("file", type=Path)
-    produce.add_argument("--topic", default=None, help="default: the input topic setting")
-    produce.add_argument("--config", type=Path, default=None)
+    produce = commands.add_parser(
+        "produce",
+        help="publish events from a JSON Lines file",
+        description="Publish events from a JSON Lines file, one event per line, keyed "
+        "{tenant_id}/{namespace}, to the input topic. Use it to feed sample or backfilled "
+        "events; a line too large for one produce request stops it, naming the line.",
+    )
+    produce.add_argument(
+        "file", type=Path, help="JSON Lines file: one event (a JSON object) per line"
+    )
+    produce.add_argument(
+        "--topic", default=None, help="topic to publish to (default: the input topic setting)"
+    )
+    produce.add_argument("--config", type=Path, default=None, help="YAML settings file")
     produce.set_defaults(func=cmd_produce)
 
-    topics = commands.add_parser("topics", help="create the service's topics if missing")
+    topics = commands.add_parser(
+        "topics",
+        help="create the service's topics if missing",
+        description="Create the service's topics (input, decisions, dead letters, reversals, "
+        "command results, changelog) where they are missing. Run it once against a new "
+        "broker, or let the consumer create them as it starts.",
+    )
     topics.add_argument("--config", type=Path, default=None)
     topics.set_defaults(func=cmd_topics)
 
     replay = commands.add_parser(
-        "replay", help="reset a consumer group's offsets (refused while it has active members)"
+        "replay",
+        help="reset a consumer group's offsets (refused while it has active members)",
+        description="Reset a consumer group's committed offsets on the input topic so the "
+        "consumers process events again from there (decided events re-emit their "
+        "decisions). Refused while the group has active members: stop the consumers first.",
     )
     replay.add_argument("--group", required=True, help="consumer group to reset")
     where = replay.add_mutually_exclusive_group(required=True)
@@ -480,13 +512,22 @@ def build_parser() -> argparse.ArgumentParser:
     rebuild = commands.add_parser(
         "rebuild",
         help="reprocess the input topic into a new collection and diff against live decisions",
+        description="Reprocess the input topic into a new collection with the current "
+        "settings, leaving the live collection alone, and report how the decisions would "
+        "change. Use it to try new thresholds or a new model before switching to them.",
     )
     rebuild.add_argument("--target-collection", required=True, help="a new collection name")
     rebuild.add_argument("--from-datetime", metavar="T", help="RFC 3339 time with offset")
     rebuild.add_argument("--config", type=Path, default=None)
     rebuild.set_defaults(func=cmd_rebuild)
 
-    demo = commands.add_parser("demo", help="run everything locally on sample events")
+    demo = commands.add_parser(
+        "demo",
+        help="run everything locally on sample events",
+        description="Run everything locally on embedded defaults: a local broker, the "
+        "consumer and the shipped sample events (or yours), then print every decision and "
+        "dead letter. Needs no Kafka and no Qdrant.",
+    )
     demo.add_argument(
         "--events",
         type=Path,
@@ -497,7 +538,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=cmd_demo)
 
     docs = commands.add_parser(
-        "docs", help="write the AsyncAPI document and the events' JSON Schemas"
+        "docs",
+        help="write the AsyncAPI document and the events' JSON Schemas",
+        description="Write the AsyncAPI document (docs/asyncapi.yaml) and the events' JSON "
+        "Schemas (schemas/json/) from the code. With --check, CI fails when the committed "
+        "files are stale.",
     )
     docs.add_argument(
         "--out",
@@ -511,7 +556,11 @@ def build_parser() -> argparse.ArgumentParser:
     docs.set_defaults(func=cmd_docs)
 
     evaluate = commands.add_parser(
-        "evaluate", help="measure dedup quality on labelled pairs (real model, bands, guards)"
+        "evaluate",
+        help="measure dedup quality on labelled pairs (real model, bands, guards)",
+        description="Measure deduplication quality on labelled pairs with the real model, the "
+        "configured bands and the guards: precision, recall and the worst mistakes. Use it "
+        "before changing thresholds or the model.",
     )
     evaluate.add_argument("pairs", type=Path, help="JSON Lines file of labelled pairs")
     evaluate.add_argument("--config", type=Path, default=None, help="YAML settings file")
@@ -526,7 +575,10 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.set_defaults(func=cmd_evaluate)
 
     calibrate = commands.add_parser(
-        "calibrate", help="per-namespace thresholds for a target precision, from labelled pairs"
+        "calibrate",
+        help="per-namespace thresholds for a target precision, from labelled pairs",
+        description="Derive per-namespace thresholds that reach a target precision on "
+        "labelled pairs. Use it to tune the dedup bands from your own data.",
     )
     calibrate.add_argument("pairs", type=Path, help="JSON Lines file of labelled pairs")
     calibrate.add_argument(
@@ -539,7 +591,11 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.set_defaults(func=cmd_calibrate)
 
     log_cmd = commands.add_parser(
-        "log", help="the audit log: decisions with similarity, guard and review status"
+        "log",
+        help="the audit log: decisions with similarity, guard and review status",
+        description="Print the audit log: the decisions on the decision topics with their "
+        "similarity, guard and review status, oldest first, without memory texts. Reading "
+        "never disturbs running consumers.",
     )
     log_cmd.add_argument("--tenant", default=None)
     log_cmd.add_argument("--namespace", default=None)
@@ -555,8 +611,44 @@ def build_parser() -> argparse.ArgumentParser:
     log_cmd.add_argument("--config", type=Path, default=None)
     log_cmd.set_defaults(func=cmd_log)
 
+    tail_cmd = commands.add_parser(
+        "tail",
+        help="print decisions and dead letters as they arrive",
+        description="Print the decisions and dead letters the service publishes as they "
+        "arrive, one row each, as the demo's table shows them (memory texts only with "
+        "--show-text). Starts at the end unless --from-beginning; it never joins or commits "
+        "to the service's consumer group.",
+    )
+    tail_cmd.add_argument(
+        "--topic",
+        choices=["decisions", "dlq", "all"],
+        default="all",
+        help="decisions: the accepted, merged and skipped topics; dlq: the dead letters; "
+        "all: both (default)",
+    )
+    tail_cmd.add_argument(
+        "--from-beginning",
+        action="store_true",
+        help="start at the earliest kept record (default: only records published from now)",
+    )
+    tail_cmd.add_argument("--json", action="store_true", help="print one JSON object per line")
+    tail_cmd.add_argument(
+        "--exit-at-end",
+        action="store_true",
+        help="exit once caught up with the ends the topics had at start (for scripts)",
+    )
+    tail_cmd.add_argument(
+        "--show-text", action="store_true", help="show the stored memory texts too"
+    )
+    tail_cmd.add_argument("--config", type=Path, default=None, help="YAML settings file")
+    tail_cmd.set_defaults(func=cmd_tail)
+
     review = commands.add_parser(
-        "review", help="confirm a decision, or reverse a semantic skip or merge"
+        "review",
+        help="confirm a decision, or reverse a semantic skip or merge",
+        description="Confirm a decision, or reverse a semantic skip or merge: sends a review "
+        "command to the consumer that owns the decision's scope and prints its result. Find "
+        "decision ids with `memdedup log`.",
     )
     review.add_argument("decision_id", help="the decision_id column of `memdedup log`")
     review.add_argument("action", choices=["confirm", "reverse"])
@@ -570,7 +662,11 @@ def build_parser() -> argparse.ArgumentParser:
     review.set_defaults(func=cmd_review)
 
     compact = commands.add_parser(
-        "compact", help="fold duplicate clusters among stored memories (--dry-run: report only)"
+        "compact",
+        help="fold duplicate clusters among stored memories (--dry-run: report only)",
+        description="Fold clusters of duplicates among the stored memories, with the guards, "
+        "through the running consumers. Run it with --dry-run first: that changes nothing "
+        "and writes a report.",
     )
     compact.add_argument("--tenant", default=None)
     compact.add_argument("--namespace", default=None)
@@ -592,6 +688,9 @@ def build_parser() -> argparse.ArgumentParser:
         "migrate-collection",
         help="copy a Qdrant server collection of an earlier version into the current "
         "layout (no placeholder vectors); stop the consumers first",
+        description="Copy a Qdrant server collection written by an earlier version "
+        "(placeholder vectors) into the current layout under a new name. Stop the consumers "
+        "first; running it again resumes.",
     )
     migrate.add_argument("--to", required=True, help="the new collection's name")
     migrate.add_argument(

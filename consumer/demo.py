@@ -11,10 +11,10 @@ import asyncio
 import json
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from consumer.app import create_app
 from consumer.auditlog import send_review
@@ -112,25 +112,48 @@ async def collect_outputs(
     return rows
 
 
-def render_table(rows: list[OutputRow]) -> str:
+def mark_copies(
+    rows: list[OutputRow], inputs: dict[str, list[tuple[int, int]]] | None = None
+) -> list[tuple[OutputRow, bool]]:
+    """Each row, and whether it re-emits a decision already shown: a redelivered
+    event gets its decision byte for byte, so the record names the original's
+    input position; `inputs` (event id -> its input (partition, offset)s) gives
+    the copy's own position instead."""
+    shown: dict[tuple[str, str], int] = {}
+    used = {(r.partition_in, r.offset_in) for r in rows}
+    marked: list[tuple[OutputRow, bool]] = []
+    for row in rows:
+        if row.outcome.startswith("dlq:"):
+            marked.append((row, False))
+            continue
+        key = (row.event_id, row.outcome)
+        copies = shown.get(key, 0)
+        shown[key] = copies + 1
+        if not copies:
+            marked.append((row, False))
+            continue
+        spare = [p for p in (inputs or {}).get(row.event_id, []) if p not in used]
+        if spare:
+            used.add(spare[0])
+            row = replace(row, partition_in=spare[0][0], offset_in=spare[0][1])
+        marked.append((row, True))
+    return marked
+
+
+def render_table(marked: list[tuple[OutputRow, bool]]) -> str:
     header = ("input", "event_id", "scope", "outcome", "why", "memory", "stored memory text")
-    seen: set[tuple[str, str]] = set()
-    body = []
-    for r in rows:
-        # A redelivered event re-emits its decision byte for byte: mark the copy.
-        copy = (r.event_id, r.outcome) in seen and not r.outcome.startswith("dlq:")
-        seen.add((r.event_id, r.outcome))
-        body.append(
-            (
-                f"p{r.partition_in}@{r.offset_in}",
-                r.event_id,
-                r.scope,
-                r.outcome + (" (re-emitted)" if copy else ""),
-                r.detail if len(r.detail) <= 48 else r.detail[:45] + "...",
-                r.memory_id,
-                r.content if len(r.content) <= 44 else r.content[:41] + "...",
-            )
+    body = [
+        (
+            f"p{r.partition_in}@{r.offset_in}",
+            r.event_id,
+            r.scope,
+            r.outcome + (" (re-emitted)" if copy else ""),
+            r.detail if len(r.detail) <= 48 else r.detail[:45] + "...",
+            r.memory_id,
+            r.content if len(r.content) <= 44 else r.content[:41] + "...",
         )
+        for r, copy in sorted(marked, key=lambda m: (m[0].partition_in, m[0].offset_in))
+    ]
     widths = [max(len(str(line[i])) for line in [header, *body]) for i in range(len(header))]
     lines = [
         "  ".join(str(cell).ljust(w) for cell, w in zip(line, widths, strict=True))
@@ -138,6 +161,49 @@ def render_table(rows: list[OutputRow]) -> str:
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def summary(marked: list[tuple[OutputRow, bool]]) -> str:
+    """Counts per outcome; re-emitted copies apart (they are not new memories)."""
+    counts: dict[str, int] = {}
+    for row, copy in marked:
+        name = "re-emitted" if copy else row.outcome
+        counts[name] = counts.get(name, 0) + 1
+    return ", ".join(f"{name}: {n}" for name, n in sorted(counts.items()))
+
+
+async def input_positions(settings: Settings) -> dict[str, list[tuple[int, int]]]:
+    """Every event id on the input topic, with the (partition, offset)s it was
+    published at (the demo's topic holds a few dozen records)."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=settings.kafka.bootstrap_servers,
+        enable_auto_commit=False,
+        **aiokafka_kwargs(settings.security),
+    )
+    await consumer.start()
+    found: dict[str, list[tuple[int, int]]] = {}
+    try:
+        await consumer.topics()  # fetches metadata, so the partitions are known
+        numbers = consumer.partitions_for_topic(settings.topics.input) or set()
+        partitions = [TopicPartition(settings.topics.input, n) for n in sorted(numbers)]
+        consumer.assign(partitions)
+        await consumer.seek_to_beginning(*partitions)
+        ends = await consumer.end_offsets(partitions)
+        read_to = {tp: 0 for tp in ends}
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(read_to[tp] < end for tp, end in ends.items()):
+            for tp, records in (await consumer.getmany(timeout_ms=300)).items():
+                for record in records:
+                    read_to[tp] = record.offset + 1
+                    try:
+                        event_id = json.loads(record.value or b"").get("event_id")
+                    except (ValueError, AttributeError):
+                        continue
+                    if isinstance(event_id, str):
+                        found.setdefault(event_id, []).append((record.partition, record.offset))
+    finally:
+        await consumer.stop()
+    return found
 
 
 async def run_demo(
@@ -176,14 +242,11 @@ async def run_demo(
                 rows = await collect_outputs(settings, expected=sent, timeout_s=timeout_s)
             print()
             operator_lines = await review_and_compact(settings, rows)
+            marked = mark_copies(rows, await input_positions(settings))
         finally:
             await app.stop()
-    rows.sort(key=lambda r: (r.partition_in, r.offset_in))
-    print(render_table(rows))
-    counts: dict[str, int] = {}
-    for row in rows:
-        counts[row.outcome] = counts.get(row.outcome, 0) + 1
-    print("\n" + ", ".join(f"{name}: {n}" for name, n in sorted(counts.items())))
+    print(render_table(marked))
+    print("\n" + summary(marked))
     print("\nwhile the consumer ran:\n" + "\n".join(operator_lines))
     if len(rows) < total:
         raise RuntimeError(f"only {len(rows)} of {total} events were decided in time")

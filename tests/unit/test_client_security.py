@@ -125,7 +125,9 @@ async def test_produce_lines(monkeypatch: pytest.MonkeyPatch, settings: Settings
 async def test_produce_lines_defaults_to_plaintext(monkeypatch: pytest.MonkeyPatch) -> None:
     producer = recorder(monkeypatch, consumer.producer, "AIOKafkaProducer")
     await consumer.producer.produce_lines([b"x"], bootstrap_servers="kafka:9092", topic="in")
-    assert producer.made == [{"bootstrap_servers": "kafka:9092", "acks": "all"}]
+    assert producer.made == [
+        {"bootstrap_servers": "kafka:9092", "acks": "all", "max_request_size": 1024 * 1024}
+    ]
 
 
 async def test_changelog_reader(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> None:
