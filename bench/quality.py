@@ -22,7 +22,9 @@ exactly as the engine embeds (``normalize_content`` first), and compares:
   exact check, bands, then the guards' veto, then the verifier's (the local one,
   ``dedup.verifier``). At a threshold ``t`` other than the defaults, ``t`` is the
   merge threshold (predicted duplicate = skipped or merged);
-* **guards only**: the pipeline without the verifier, to show what it adds.
+* **guards only**: the pipeline without the verifier or the parse alignment;
+* **pipeline without alignment**: guards and verifier, as before the parse
+  alignment (``consumer.engine.alignment``) existed, side by side with it.
 
 It prints, per set, precision / recall / F1 at the shipped defaults
 (merge_threshold 0.77: anything at or above it is merged or skipped) and at each
@@ -56,14 +58,14 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from consumer.engine.guards import check_pair  # noqa: E402
+from consumer.engine.alignment import PairAligner  # noqa: E402
 from consumer.engine.thresholds import Bands  # noqa: E402
 from consumer.engine.verifier import LocalVerifier, build_verifier  # noqa: E402
 from consumer.quality.calibrate import GRID, pair_facts  # noqa: E402
 from consumer.quality.evaluate import embed_similarities, policy_from_settings  # noqa: E402
 from consumer.quality.metrics import Confusion  # noqa: E402
 from consumer.quality.pairs import LabelledPair, load_pairs, parse_pair  # noqa: E402
-from consumer.quality.rule import decide_pair  # noqa: E402
+from consumer.quality.rule import decide_pair, pair_veto  # noqa: E402
 from consumer.settings import load_settings  # noqa: E402
 
 FloatArray = npt.NDArray[np.float64]
@@ -149,6 +151,7 @@ def evaluate_set(
     scores: FloatArray,
     bands: Bands,
     verifier: LocalVerifier | None,
+    aligner: PairAligner | None = None,
 ) -> dict[str, Any]:
     labels = np.array([p.duplicate for p in pairs], dtype=np.bool_)
     started = time.perf_counter()
@@ -167,12 +170,16 @@ def evaluate_set(
         for existing, new, similarity in asked:
             verifier.judge(existing, new, similarity)
         verifier_us = round((time.perf_counter() - started) / len(asked) * 1e6, 1)
-    facts = pair_facts(pairs, scores.tolist(), guards=True, verifier=verifier)
+    started = time.perf_counter()
+    facts = pair_facts(pairs, scores.tolist(), guards=True, verifier=verifier, aligner=aligner)
+    pipeline_us = round((time.perf_counter() - started) / max(len(pairs), 1) * 1e6, 1)
     guard_vetoed = np.array([f.vetoed for f in guard_facts], dtype=np.bool_)
     by_guard: dict[str, list[int]] = {}
     for pair, fact, guard_fact in zip(pairs, facts, guard_facts, strict=True):
         if fact.vetoed:
-            veto = check_pair(pair.existing.strip(), pair.new)
+            veto = pair_veto(
+                pair.existing, pair.new, 1.0, guards=True, verifier=verifier, aligner=aligner
+            )
             name_ = veto.guard.value if veto is not None else "verifier"
             assert veto is not None or not guard_fact.vetoed
             counts = by_guard.setdefault(name_, [0, 0])
@@ -185,12 +192,23 @@ def evaluate_set(
     decided = np.array(
         [
             decide_pair(
+                p.existing, p.new, float(s), bands, guards=True, verifier=verifier, aligner=aligner
+            ).duplicate
+            for p, s in zip(pairs, scores, strict=True)
+        ],
+        dtype=np.bool_,
+    )
+    # Today's pipeline without the parse alignment, for the side-by-side report.
+    decided_before = np.array(
+        [
+            decide_pair(
                 p.existing, p.new, float(s), bands, guards=True, verifier=verifier
             ).duplicate
             for p, s in zip(pairs, scores, strict=True)
         ],
         dtype=np.bool_,
     )
+    before_default = point(bands.merge_threshold, decided_before, labels)
     guards_default = point(
         bands.merge_threshold,
         exact | ((scores >= bands.merge_threshold) & ~guard_vetoed),
@@ -213,7 +231,9 @@ def evaluate_set(
             at_default = (pipeline_default.recall, pipeline_default.precision, cos_p)
     by_kind: dict[str, dict[str, int]] = {}
     for pair, s_ in zip(pairs, scores, strict=True):
-        outcome = decide_pair(pair.existing, pair.new, float(s_), bands, verifier=verifier)
+        outcome = decide_pair(
+            pair.existing, pair.new, float(s_), bands, verifier=verifier, aligner=aligner
+        )
         kind = by_kind.setdefault(
             f"{pair.category or '-'} ({pair.label})",
             {"pairs": 0, "predicted_duplicate": 0, "skipped": 0, "cosine_duplicate": 0},
@@ -242,6 +262,9 @@ def evaluate_set(
         "guard_us_per_pair": round(guard_s / max(len(pairs), 1) * 1e6, 1),
         "verifier_us_per_pair": verifier_us,
         "verifier_pairs_timed": len(asked),
+        "pipeline_us_per_pair": pipeline_us,
+        "alignment": aligner is not None,
+        "before_alignment_default": before_default.__dict__,
         "guards_default": guards_default.__dict__,
         "guards_best": best_f1(guards_curve).__dict__,
         "cosine_default": cosine_default.__dict__,
@@ -261,7 +284,8 @@ def print_set(result: dict[str, Any]) -> None:
         f"guards veto {result['vetoed']} ({result['vetoed_duplicates']} duplicate, "
         f"{result['vetoed_distinct']} distinct), guards {result['guard_us_per_pair']} us/pair, "
         f"verifier {result['verifier_us_per_pair']} us/pair "
-        f"({result['verifier_pairs_timed']} pairs timed)\n"
+        f"({result['verifier_pairs_timed']} pairs timed), whole pipeline "
+        f"{result['pipeline_us_per_pair']} us/pair (parses cached per text)\n"
     )
     if result["vetoes_by_guard"]:
         parts = [
@@ -274,6 +298,7 @@ def print_set(result: dict[str, Any]) -> None:
     for label, m in (
         ("cosine @ defaults", cd),
         ("guards only @ defaults", result["guards_default"]),
+        ("pipeline without alignment @ defaults", result["before_alignment_default"]),
         ("pipeline @ defaults", pd),
         ("cosine @ best F1", cb),
         ("guards only @ best F1", result["guards_best"]),
@@ -315,7 +340,7 @@ def print_set(result: dict[str, Any]) -> None:
 def summary_rows(results: Sequence[dict[str, Any]]) -> None:
     print("\n### Summary (F1; pipeline / cosine ratio)\n")
     print(
-        "| set | cosine P/R/F1 @defaults | guards only P/R/F1 | pipeline P/R/F1 @defaults "
+        "| set | cosine P/R/F1 @defaults | without alignment P/R/F1 | pipeline P/R/F1 @defaults "
         "| ratio F1 | cosine best F1 (t) | pipeline best F1 (t) | ratio | distinct skipped "
         "| hard false merges |"
     )
@@ -323,7 +348,7 @@ def summary_rows(results: Sequence[dict[str, Any]]) -> None:
     for r in results:
         cd, pd = r["cosine_default"], r["pipeline_default"]
         cb, pb = r["cosine_best"], r["pipeline_best"]
-        gd = r["guards_default"]
+        gd = r["before_alignment_default"]
         print(
             f"| {r['name']} | {fmt(cd['precision'])}/{fmt(cd['recall'])}/{fmt(cd['f1'])} "
             f"| {fmt(gd['precision'])}/{fmt(gd['recall'])}/{fmt(gd['f1'])} "
@@ -455,8 +480,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if verifier is not None and not isinstance(verifier, LocalVerifier):
         print("dedup.verifier is an LLM: the benchmark measures its local fallback")
         verifier = verifier.fallback
+    aligner = PairAligner() if settings.dedup.alignment_enabled else None
     results = [
-        evaluate_set(name, pairs, scores[name], bands, verifier) for name, pairs in sets.items()
+        evaluate_set(name, pairs, scores[name], bands, verifier, aligner)
+        for name, pairs in sets.items()
     ]
     for result in results:
         print_set(result)

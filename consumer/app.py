@@ -26,6 +26,7 @@ from faststream.kafka.annotations import KafkaMessage
 from consumer.changelog import Changelog
 from consumer.chaos import StallSwitch
 from consumer.embedding import load_embedder
+from consumer.engine.alignment import load_aligner
 from consumer.engine.dedup import DedupEngine
 from consumer.engine.merge import build_merger
 from consumer.engine.recent import RecentCache
@@ -57,9 +58,19 @@ T = TypeVar("T")
 def threshold_policy(settings: Settings) -> ThresholdPolicy:
     dedup = settings.dedup
     return ThresholdPolicy(
-        default=Bands(dedup.duplicate_threshold, dedup.merge_threshold, dedup.merge_policy),
+        default=Bands(
+            dedup.duplicate_threshold,
+            dedup.merge_threshold,
+            dedup.merge_policy,
+            dedup.detail_policy,
+        ),
         per_namespace={
-            name: Bands(bands.duplicate_threshold, bands.merge_threshold, bands.merge_policy)
+            name: Bands(
+                bands.duplicate_threshold,
+                bands.merge_threshold,
+                bands.merge_policy,
+                bands.detail_policy,
+            )
             for name, bands in dedup.namespaces.items()
         },
     )
@@ -476,6 +487,7 @@ def create_app(
                     runtime.store, outage_file=settings.chaos.store_outage_file
                 )
         await runtime.store.start(runtime.embedder.dimension)
+        aligner = await load_aligner(settings.dedup.alignment_enabled)
         policy = threshold_policy(settings)
         inner = (
             runtime.store.inner if isinstance(runtime.store, OutageSwitchStore) else runtime.store
@@ -494,6 +506,7 @@ def create_app(
             decide_without_model=settings.dedup.on_model_unavailable == "exact_recent_only",
             merger=build_merger(settings.dedup),
             verifier=build_verifier(settings.dedup),
+            aligner=aligner,
         )
         # Past the producer's own request timeout, a wait for acknowledgements is a hang.
         publisher = runtime.publisher = BrokerPublisher(

@@ -23,7 +23,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import structlog
 
@@ -31,6 +31,7 @@ from consumer.changelog import Changelog
 from consumer.commands import CommandProcessor, load_reviewed_pairs, reversal_basis, stored_memory
 from consumer.compaction.plan import local_judge
 from consumer.engine.dedup import DedupEngine, Lookahead
+from consumer.engine.guards import related_kind
 from consumer.engine.models import BatchPlan, Candidate, DecisionRecord, Outcome
 from consumer.engine.normalize import decision_id_for
 from consumer.membership import fenced
@@ -53,9 +54,11 @@ from schemas import (
     GuardReport,
     MemoryDecisionEvent,
     RecordPosition,
+    RelatedMemory,
     memory_urn,
     scope_key,
 )
+from schemas.events import RelatedKind
 
 log = structlog.get_logger(__name__)
 
@@ -126,6 +129,14 @@ def build_decision_event(
             memory_id=outcome.guard.memory_id,
             similarity=round(outcome.guard.similarity, 6),
         ),
+        related=[
+            RelatedMemory(
+                memory_id=hit.memory_id,
+                similarity=round(hit.similarity, 6),
+                kind=cast(RelatedKind, related_kind(hit.veto)),
+            )
+            for hit in outcome.related
+        ],
     )
 
 

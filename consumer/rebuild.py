@@ -22,8 +22,10 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from consumer.app import build_store, threshold_policy
 from consumer.embedding import load_embedder
+from consumer.engine.alignment import load_aligner
 from consumer.engine.dedup import DedupEngine
 from consumer.engine.recent import RecentCache
+from consumer.engine.verifier import build_verifier
 from consumer.kafka_security import aiokafka_kwargs
 from consumer.offsets import exact_end_offsets
 from consumer.pipeline import BatchProcessor
@@ -199,6 +201,9 @@ async def rebuild(
             ),
             search_limit=settings.dedup.search_limit,
             guards=settings.dedup.guards_enabled,
+            # The same checks as the live consumer, so a rebuild decides alike.
+            verifier=build_verifier(settings.dedup),
+            aligner=await load_aligner(settings.dedup.alignment_enabled),
         )
         processor = BatchProcessor(
             engine=engine,

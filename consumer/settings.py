@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from schemas.events import NAMESPACE_PATTERN, MergePolicy
+from schemas.events import NAMESPACE_PATTERN, DetailPolicy, MergePolicy
 
 # Chosen from measurements on labelled pairs (docs/thresholds.md); bound to the
 # default model: a different model needs its own calibration.
@@ -40,6 +40,10 @@ class BandSettings(BaseModel):
     # change it. keep_existing: the stored text stays (topics, entities, ids and
     # the higher importance are folded in by every policy).
     merge_policy: MergePolicy = "keep_existing"
+    # A match whose new text is the stored fact plus a detail ("has a cat" / "has
+    # a 3-year-old cat named Miso"): merge keeps the more detailed text (whatever
+    # merge_policy says, except synthesize); keep_both stores it as its own memory.
+    detail_policy: DetailPolicy = "merge"
 
     @model_validator(mode="after")
     def _merge_not_above_duplicate(self) -> Self:
@@ -105,6 +109,10 @@ class DedupSettings(BandSettings):
     # Deterministic vetoes of semantic matches that differ in numbers, polarity or
     # word order (consumer.engine.guards).
     guards_enabled: bool = True
+    # Parse both texts of a match (spaCy) and align their words: a changed value,
+    # role, tense or polarity vetoes it; a skip needs equivalent texts, otherwise
+    # it is a merge (consumer.engine.alignment). Runs only on band candidates.
+    alignment_enabled: bool = True
     # Degraded modes for latency-sensitive deployments (opt-in; the default waits
     # and retries, never deciding with less than all checks):
     # model down -> decide with exact + recent only, accept the rest as degraded;

@@ -148,13 +148,39 @@ class GuardReport(BaseModel):
 
     # reviewed_pair: a reviewer reversed an earlier decision on this very pair;
     # verifier: the gray-zone verifier judged the texts to be different facts.
-    name: Literal["word_order", "numbers", "negation", "reviewed_pair", "verifier"]
+    # alignment: the parse alignment found a changed value, role, tense or
+    # polarity; `detail` starts with which (value_change, role_change,
+    # time_change, negation).
+    name: Literal["word_order", "numbers", "negation", "reviewed_pair", "verifier", "alignment"]
     detail: str
     memory_id: str
     similarity: float
 
 
+RelatedKind = Literal[
+    "value_change", "number_change", "negation", "time_change", "role_change", "different_fact"
+]
+
+
+class RelatedMemory(BaseModel):
+    """A stored memory that matched closely but was kept apart because a fact
+    changed: the new memory may supersede it (another city, no longer true, a
+    new date). Downstream may mark it as possibly outdated."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    memory_id: str
+    similarity: float
+    # value_change: another value in the same slot; number_change: another
+    # number, date or time; negation: opposite polarity; time_change: another
+    # tense or frame (used to, plans to, will); role_change: who does what to
+    # whom; different_fact: the verifier judged them different facts.
+    kind: RelatedKind
+
+
 MergePolicy = Literal["keep_existing", "replace_with_newer", "keep_higher_importance", "synthesize"]
+# What a match that only adds a detail to the stored fact does (see dedup settings).
+DetailPolicy = Literal["merge", "keep_both"]
 
 
 class MergeSource(BaseModel):
@@ -233,6 +259,8 @@ class MemoryDecisionEvent(BaseModel):
     # skip or merge); the audit log shows it instead of the text.
     content_hash: str | None = None
     guard: GuardReport | None = None
+    # Close matches kept apart for a changed fact, best first (empty when none).
+    related: list[RelatedMemory] = empty_list()
     # The memory this event first created, removed because an equal memory stored
     # concurrently by another consumer was earlier; this decision points at it.
     superseded_memory_id: str | None = None

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 import structlog
 
-from consumer.engine.guards import GuardName, GuardVeto, check_pair
+from consumer.engine.alignment import Alignment, PairAligner
+from consumer.engine.guards import GuardName, GuardVeto, check_pair, related_kind
 from consumer.engine.merge import (
     MergeFailed,
     Merger,
@@ -251,6 +252,7 @@ class DedupEngine:
         merger: Merger | None = None,
         reviewed: ReviewedPairs | None = None,
         verifier: Verifier | None = None,
+        aligner: PairAligner | None = None,
         clock: Callable[[], datetime] = _utcnow,
     ) -> None:
         """`decide_without_model`: when the model fails, decide with exact and
@@ -259,7 +261,11 @@ class DedupEngine:
         text of merges in namespaces whose merge policy is `synthesize` (without
         one, those merges fall back to replace_with_newer). `verifier`: judges each
         match that reaches a band and passes the guards (consumer.engine.verifier);
-        "different fact" vetoes it like a guard; None: no verifier."""
+        "different fact" vetoes it like a guard; None: no verifier. `aligner`:
+        aligns the parses of each such pair (consumer.engine.alignment): a changed
+        value, role, tense or polarity vetoes it, and a skip of texts that are
+        not equivalent becomes a merge (which keeps the new text)."""
+        self._aligner = aligner
         self._merger = merger
         self._verifier = verifier
         # Pairs a reviewer separated; loaded per partition by the caller
@@ -305,6 +311,10 @@ class DedupEngine:
     @property
     def guards_enabled(self) -> bool:
         return self._guards
+
+    @property
+    def aligner(self) -> PairAligner | None:
+        return self._aligner
 
     async def look_ahead(
         self,
@@ -436,6 +446,9 @@ class DedupEngine:
                 if (other.created_at, other.memory_id) >= (mine.created_at, mine.memory_id):
                     continue
                 if self._guards and check_pair(other.content, outcome.candidate.event.content):
+                    continue
+                alignment = await self._alignment(other.content, outcome.candidate.event.content)
+                if alignment is not None and alignment.veto is not None:
                     continue
                 if await self._verifier_veto(other, outcome.candidate, match.score):
                     continue
@@ -605,7 +618,42 @@ class DedupEngine:
         matches = self._matches(candidate, state)
         bands = self._policy.bands_for(candidate.event.namespace)
         top_score = matches[0].score if matches else None
-        chosen, decision, threshold, veto = await self._first_allowed(candidate, matches, bands)
+        chosen, decision, threshold, vetoes, alignment = await self._first_allowed(
+            candidate, matches, bands
+        )
+        detail_added = alignment is not None and alignment.detail_added
+        if chosen is not None and detail_added and bands.detail_policy == "keep_both":
+            # The namespace keeps "fact plus a detail" as a memory of its own.
+            chosen, decision, threshold = None, Decision.ACCEPTED, None
+        outcome = await self._semantic_outcome(
+            candidate,
+            state,
+            checks,
+            bands,
+            (chosen, decision, threshold),
+            vetoes,
+            top_score,
+            keep_detail=detail_added,
+        )
+        # Every match kept apart for a changed fact, for downstream to mark the older
+        # memory as possibly superseded (a reviewer's separation says nothing of that).
+        related = tuple(hit for hit in vetoes if related_kind(hit.veto) is not None)
+        return replace(outcome, related=related) if related else outcome
+
+    async def _semantic_outcome(
+        self,
+        candidate: Candidate,
+        state: _BatchState,
+        checks: list[CheckRun],
+        bands: Bands,
+        choice: tuple[ScoredMemory | None, Decision, float | None],
+        vetoes: Sequence[GuardHit],
+        top_score: float | None,
+        *,
+        keep_detail: bool = False,
+    ) -> Outcome:
+        chosen, decision, threshold = choice
+        veto = vetoes[0] if vetoes else None
         checks.append(
             CheckRun(
                 CheckName.SEMANTIC, decision is not Decision.ACCEPTED, state.semantic_ms, top_score
@@ -623,16 +671,18 @@ class DedupEngine:
                 veto=veto,
             )
         if chosen is not None and decision is Decision.MERGED:
-            return await self._merge(candidate, state, chosen, threshold, checks, bands, veto)
+            return await self._merge(
+                candidate, state, chosen, threshold, checks, bands, veto, keep_detail=keep_detail
+            )
         return self._accept(candidate, state, checks, veto)
 
     async def _first_allowed(
         self, candidate: Candidate, matches: Sequence[ScoredMemory], bands: Bands
-    ) -> tuple[ScoredMemory | None, Decision, float | None, GuardHit | None]:
+    ) -> tuple[ScoredMemory | None, Decision, float | None, list[GuardHit], Alignment | None]:
         """The best match that reaches a band and that neither a guard nor the
         verifier vetoes. A vetoed pair is treated as below threshold, and the next
         match is tried."""
-        first_veto: GuardHit | None = None
+        vetoes: list[GuardHit] = []
         for match in matches:
             decision, threshold = bands.classify(match.score)
             if decision is Decision.ACCEPTED:
@@ -641,13 +691,27 @@ class DedupEngine:
             veto = self._reviewed_veto(candidate, memory) or (
                 check_pair(memory.content, candidate.event.content) if self._guards else None
             )
+            alignment = None
+            if veto is None:
+                alignment = await self._alignment(memory.content, candidate.event.content)
+                veto = alignment.veto if alignment is not None else None
             if veto is None:
                 veto = await self._verifier_veto(memory, candidate, match.score)
             if veto is None:
-                return match, decision, threshold, first_veto
-            if first_veto is None:
-                first_veto = GuardHit(veto, memory.memory_id, match.score)
-        return None, Decision.ACCEPTED, None, first_veto
+                skipped = decision is Decision.SKIPPED
+                if skipped and alignment is not None and not alignment.equivalent:
+                    # A skip drops the new text: only for texts that say the same
+                    # words; otherwise merge, which keeps it.
+                    decision, threshold = Decision.MERGED, bands.merge_threshold
+                return match, decision, threshold, vetoes, alignment
+            vetoes.append(GuardHit(veto, memory.memory_id, match.score))
+        return None, Decision.ACCEPTED, None, vetoes, None
+
+    async def _alignment(self, existing: str, new: str) -> Alignment | None:
+        """The parse alignment of a band candidate, parsed in a worker thread."""
+        if self._aligner is None:
+            return None
+        return await asyncio.to_thread(self._aligner.check, existing, new)
 
     async def _verifier_veto(
         self, memory: MemoryRecord, candidate: Candidate, similarity: float
@@ -726,9 +790,15 @@ class DedupEngine:
         checks: list[CheckRun],
         bands: Bands,
         veto: GuardHit | None = None,
+        *,
+        keep_detail: bool = False,
     ) -> Outcome:
+        """`keep_detail`: the new text is the stored fact plus a detail, so the
+        merged memory keeps the new, more detailed text (unless a merger writes it)."""
         now = self._clock()
         policy = bands.merge_policy
+        if keep_detail and policy != "synthesize":
+            policy = "replace_with_newer"
         merged, fallback = await self._merged(policy, best.read(), candidate, now, state)
         state.plan.write(merged)
         state.staged_recent[candidate.scoped_hash] = merged.memory_id

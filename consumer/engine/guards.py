@@ -33,6 +33,7 @@ __all__ = [
     "TextSignals",
     "check_pair",
     "pair_signals",
+    "related_kind",
     "text_signals",
 ]
 
@@ -43,6 +44,8 @@ class GuardName(StrEnum):
     WORD_ORDER = "word_order"
     NUMBERS = "numbers"
     NEGATION = "negation"
+    # The parse-based alignment of both texts (consumer.engine.alignment).
+    ALIGNMENT = "alignment"
     # Not a text guard: a reviewer reversed a decision on this pair before.
     REVIEWED_PAIR = "reviewed_pair"
     # Not a text guard: the gray-zone verifier judged the texts different facts
@@ -56,6 +59,26 @@ class GuardVeto:
 
     guard: GuardName
     detail: str
+
+
+# What a veto says changed, for a decision's `related` memories; a reviewer's
+# separation is not a changed fact.
+_RELATED_KINDS: Final = {
+    GuardName.NUMBERS: "number_change",
+    GuardName.NEGATION: "negation",
+    GuardName.WORD_ORDER: "role_change",
+    GuardName.VERIFIER: "different_fact",
+}
+_ALIGNMENT_KINDS: Final = frozenset({"value_change", "role_change", "time_change", "negation"})
+
+
+def related_kind(veto: GuardVeto) -> str | None:
+    """The kind of change a veto found (value_change, number_change, negation,
+    time_change, role_change, different_fact), or None for a reviewer's separation."""
+    if veto.guard is GuardName.ALIGNMENT:
+        kind = veto.detail.split(":", 1)[0]
+        return kind if kind in _ALIGNMENT_KINDS else "different_fact"
+    return _RELATED_KINDS.get(veto.guard)
 
 
 _MAX_DETAIL: Final = 199

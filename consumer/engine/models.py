@@ -189,6 +189,8 @@ class Outcome:
     decided_at: datetime
     # The first veto met on the way to this decision, if any.
     guard: GuardHit | None = None
+    # Every match in a band that was vetoed for a changed fact (guards.related_kind).
+    related: tuple[GuardHit, ...] = ()
     # Set when this event's own memory was removed because an equal memory had
     # been stored concurrently by another consumer (and won).
     superseded_memory_id: str | None = None

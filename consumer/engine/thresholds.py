@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from consumer.engine.merge import MERGE_POLICIES
-from schemas import Decision, MergePolicy
+from schemas import Decision, DetailPolicy, MergePolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,6 +15,9 @@ class Bands:
     merge_threshold: float
     # What a merge does to the text (consumer.engine.merge); skips never change it.
     merge_policy: MergePolicy = "keep_existing"
+    # A match that only adds a detail: "merge" (keeping the more detailed text)
+    # or "keep_both" (accepted as a memory of its own).
+    detail_policy: DetailPolicy = "merge"
 
     def __post_init__(self) -> None:
         for name in ("duplicate_threshold", "merge_threshold"):
@@ -25,6 +28,8 @@ class Bands:
             raise ValueError("merge_threshold must be <= duplicate_threshold")
         if self.merge_policy not in MERGE_POLICIES:
             raise ValueError(f"unknown merge_policy {self.merge_policy!r}")
+        if self.detail_policy not in ("merge", "keep_both"):
+            raise ValueError(f"unknown detail_policy {self.detail_policy!r}")
 
     def classify(self, similarity: float) -> tuple[Decision, float | None]:
         """The decision for a best match of this similarity, and the threshold that

@@ -7,20 +7,36 @@ merge threshold `t` the pair is then predicted duplicate when it is exact, or
 when `similarity >= t` and nothing vetoes it (the consumer's rule,
 `consumer.quality.rule.decide_pair`).
 
+Which pairs (`consumer.quality.pairs`: `split` is fixed by the pair's group):
+
+- A file with splits (any pair has a `split`): the thresholds are read from the
+  `train` and `dev` pairs only, then scored on the `test` pairs, which no choice
+  saw. A pair of such a file without a `split` takes its group's
+  (`split_of(group)`); one without a group either is left out.
+- A file without splits: the thresholds are read from all pairs and scored on
+  the same pairs (in-sample), which flatters them; the report says so.
+
 Rules (thresholds on a 0.01 grid, 0.50..1.00):
 
 - merge_threshold: the lowest grid value from which precision stays >= P at
   every higher grid value that predicts anything. Recall only falls as the
   threshold rises, so this is the highest recall with precision >= P, ignoring
-  a lucky threshold whose precision dips again just above it. If no value
-  qualifies, 1.0 (semantic merges off: only exact repeats are caught).
+  a lucky threshold whose precision dips again just above it.
+- Refusal: when no grid value below 1.00 qualifies, the group is not calibrated.
+  1.00 is not a merge band but semantic merges switched off (only repeats whose
+  embeddings are identical); proposing it, or the bottom of the grid, as "the
+  threshold for P" would be a number no one can apply. The reason names the best
+  precision reachable (threshold, recall); the group keeps its configured bands.
+  Also refused: calibration pairs with no distinct pair (precision cannot fail,
+  so it proves nothing) or no duplicate.
 - duplicate_threshold: the same rule with precision >= max(P, 0.99), never below
   the merge threshold and never below the value configured now. Labels say
   duplicate or distinct, not "skip" or "merge": lowering the duplicate threshold
   adds no recall (anything it would skip is already merged), it only turns merges
   into skips, which drop the new memory's topics, entities and importance. So the
   labels can show that the skip band is too low, never that it is too high.
-- A namespace with fewer than 20 pairs uses all pairs instead.
+- A namespace with fewer than 20 calibration pairs uses all calibration pairs
+  instead (its test figures are still its own test pairs).
 """
 
 from __future__ import annotations
@@ -29,27 +45,35 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from consumer.engine.alignment import PairAligner
 from consumer.engine.thresholds import Bands, ThresholdPolicy
 from consumer.engine.verifier import PairJudge
 from consumer.quality.metrics import Confusion
-from consumer.quality.pairs import LabelledPair
+from consumer.quality.pairs import LabelledPair, split_of
 from consumer.quality.plot import Canvas, Series, plot_curves
 from consumer.quality.rule import is_exact, pair_veto
 
 __all__ = [
     "ALL_PAIRS",
+    "CALIBRATION_SPLITS",
     "GRID",
+    "IN_SAMPLE",
     "MIN_NAMESPACE_PAIRS",
     "SKIP_PRECISION_FLOOR",
+    "SPLIT_ADVICE",
+    "TEST_SPLIT",
+    "TRAIN_DEV",
     "Calibration",
     "CurvePoint",
     "GroupCalibration",
     "PairFacts",
+    "TestFigures",
     "calibrate",
     "calibration_json",
     "calibration_plot",
     "choose_threshold",
     "pair_facts",
+    "refusal_reason",
     "render_calibration",
     "sweep",
     "yaml_snippet",
@@ -59,6 +83,15 @@ GRID: Final[tuple[float, ...]] = tuple(round(0.50 + 0.01 * i, 2) for i in range(
 MIN_NAMESPACE_PAIRS: Final = 20
 SKIP_PRECISION_FLOOR: Final = 0.99
 ALL_PAIRS: Final = "(all)"
+CALIBRATION_SPLITS: Final = ("train", "dev")
+TEST_SPLIT: Final = "test"
+TRAIN_DEV: Final = "train+dev"
+IN_SAMPLE: Final = "all (in-sample)"
+SPLIT_ADVICE: Final = (
+    "give each pair a `group` (the base fact its variants were written from) and run "
+    "`python tools/split_pairs.py FILE`: calibrate then reads thresholds from train+dev "
+    "and scores them on the held-out test pairs"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +114,7 @@ def pair_facts(
     guards: bool = True,
     verifier: PairJudge | None = None,
     min_similarity: float = GRID[0],
+    aligner: PairAligner | None = None,
 ) -> list[PairFacts]:
     """`vetoed`: the guards or the verifier veto the pair. The verifier is not
     asked below `min_similarity` (no grid threshold predicts such a pair duplicate)."""
@@ -95,6 +129,7 @@ def pair_facts(
                 similarity,
                 guards=guards,
                 verifier=verifier if similarity >= min_similarity else None,
+                aligner=aligner if similarity >= min_similarity else None,
             )
             is not None
         )
@@ -137,21 +172,74 @@ def choose_threshold(
     return found
 
 
+def _f(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def refusal_reason(curve: Sequence[CurvePoint], target: float) -> str:
+    """Why no merge threshold below 1.00 holds precision >= `target` on `curve`:
+    the best precision reachable, at which threshold and recall."""
+    below = [p for p in curve if p.threshold < 1.0 and p.confusion.precision is not None]
+    top = next((p for p in curve if p.threshold >= 1.0), None)
+    if not below:
+        reason = f"target {target:g} not reachable: no pair at or above {GRID[0]:.2f} is merged"
+    else:
+        best = max(below, key=lambda p: (p.confusion.precision or 0.0, -p.threshold))
+        precision = best.confusion.precision or 0.0
+        where = f"{precision:.3f} at {best.threshold:.2f} (recall {_f(best.confusion.recall)})"
+        if precision < target:
+            reason = f"target {target:g} not reachable: best precision {where}"
+        else:
+            dip = max(
+                (
+                    p
+                    for p in curve
+                    if p.threshold > best.threshold
+                    and p.confusion.precision is not None
+                    and p.confusion.precision < target
+                ),
+                key=lambda p: p.threshold,
+            )
+            reason = (
+                f"target {target:g} not held: precision {where}, but "
+                f"{_f(dip.confusion.precision)} at {dip.threshold:.2f} above it"
+            )
+    if top is not None and (top.confusion.precision or 0.0) >= target:
+        reason += (
+            f"; only 1.00 reaches it, i.e. semantic merges off (recall {_f(top.confusion.recall)})"
+        )
+    return reason
+
+
+@dataclass(frozen=True, slots=True)
+class TestFigures:
+    """The held-out test pairs of a group, scored at the configured bands and at the
+    proposed ones (None when the group was refused: its bands stay as configured)."""
+
+    pairs: int
+    configured: Confusion
+    proposed: Confusion | None
+
+
 @dataclass(slots=True)
 class GroupCalibration:
     name: str
-    pairs: int  # pairs of this namespace (all pairs for ALL_PAIRS)
+    pairs: int  # calibration pairs of this namespace (all calibration pairs for ALL_PAIRS)
     basis_pairs: int  # pairs the thresholds were read from
-    fallback: bool  # True: too few pairs, read from all pairs
+    fallback: bool  # True: too few pairs, read from all calibration pairs
     current: Bands
-    at_current: Confusion
+    at_current: Confusion  # on the calibration pairs
     curve: list[CurvePoint]
     merge: CurvePoint | None
     skip_safe: CurvePoint | None
+    # What the YAML snippet writes: the proposal, or the configured bands if refused.
     merge_threshold: float
     duplicate_threshold: float
-    at_proposed: Confusion
+    at_proposed: Confusion  # on the calibration pairs, at merge_threshold
     notes: list[str] = field(default_factory=list)
+    refused: str | None = None  # why no thresholds are proposed
+    calibrated_on: str = IN_SAMPLE
+    test: TestFigures | None = None  # None: no test pairs (no splits in the file)
 
 
 @dataclass(slots=True)
@@ -161,10 +249,18 @@ class Calibration:
     guards: bool
     groups: list[GroupCalibration]  # ALL_PAIRS first, then namespaces by name
     verifier: bool = False
+    calibrated_on: str = IN_SAMPLE
+    calibration_pairs: int = 0
+    test_pairs: int = 0
+    left_out: int = 0  # pairs of a split file with neither `split` nor `group`
 
     @property
     def overall(self) -> GroupCalibration:
         return self.groups[0]
+
+    @property
+    def in_sample(self) -> bool:
+        return self.calibrated_on == IN_SAMPLE
 
 
 def _calibrate_group(
@@ -175,40 +271,83 @@ def _calibrate_group(
     current: Bands,
     target: float,
     skip_target: float,
+    *,
+    calibrated_on: str = IN_SAMPLE,
+    test: Sequence[PairFacts] | None = None,
 ) -> GroupCalibration:
     curve = sweep(facts)
-    merge = choose_threshold(curve, target)
+    at_current = confusion_at(facts, current.merge_threshold)
     notes: list[str] = []
-    if merge is None:
-        merge_threshold = 1.0
-        notes.append(f"no threshold reaches precision {target:g}: semantic merges off")
-    else:
-        merge_threshold = merge.threshold
-    skip_safe = choose_threshold(curve, skip_target)
-    safe = skip_safe.threshold if skip_safe is not None else 1.0
-    duplicate_threshold = max(merge_threshold, safe, current.duplicate_threshold)
-    if safe > current.duplicate_threshold:
-        notes.append(
-            f"skip band raised: precision >= {skip_target:g} needs >= {safe:.2f} "
-            f"(configured {current.duplicate_threshold:g})"
+    refused: str | None = None
+    merge = choose_threshold(curve, target)
+    if not any(not f.duplicate for f in facts):
+        refused = (
+            f"no distinct pair among the {len(facts)} calibration pairs: "
+            "precision cannot fail, so it proves nothing"
         )
+    elif not any(f.duplicate for f in facts):
+        refused = f"no duplicate pair among the {len(facts)} calibration pairs"
+    elif merge is None or merge.threshold >= 1.0:
+        refused = refusal_reason(curve, target)
+    skip_safe = choose_threshold(curve, skip_target)
+    if refused is not None:
+        merge = None
+        merge_threshold = current.merge_threshold
+        duplicate_threshold = current.duplicate_threshold
+        at_proposed = at_current
+    else:
+        assert merge is not None
+        merge_threshold = merge.threshold
+        if merge_threshold <= GRID[0]:
+            notes.append(
+                f"precision >= {target:g} holds down to the bottom of the grid "
+                f"({GRID[0]:.2f}): the vetoes, not the band, hold it there"
+                + ("; check on held-out pairs" if calibrated_on == IN_SAMPLE else "")
+            )
+        safe = skip_safe.threshold if skip_safe is not None else 1.0
+        duplicate_threshold = max(merge_threshold, safe, current.duplicate_threshold)
+        if safe > current.duplicate_threshold:
+            notes.append(
+                f"skip band raised: precision >= {skip_target:g} needs >= {safe:.2f} "
+                f"(configured {current.duplicate_threshold:g})"
+            )
+        at_proposed = confusion_at(facts, merge_threshold)
     if fallback:
-        notes.append(f"fewer than {MIN_NAMESPACE_PAIRS} pairs: thresholds from all pairs")
+        notes.append(
+            f"fewer than {MIN_NAMESPACE_PAIRS} calibration pairs: thresholds from all of them"
+        )
+    figures = None
+    if test is not None:
+        figures = TestFigures(
+            pairs=len(test),
+            configured=confusion_at(test, current.merge_threshold),
+            proposed=None if refused is not None else confusion_at(test, merge_threshold),
+        )
     return GroupCalibration(
         name=name,
         pairs=own_pairs,
         basis_pairs=len(facts),
         fallback=fallback,
         current=current,
-        at_current=confusion_at(facts, current.merge_threshold),
+        at_current=at_current,
         curve=curve,
         merge=merge,
         skip_safe=skip_safe,
         merge_threshold=merge_threshold,
         duplicate_threshold=duplicate_threshold,
-        at_proposed=confusion_at(facts, merge_threshold),
+        at_proposed=at_proposed,
         notes=notes,
+        refused=refused,
+        calibrated_on=calibrated_on,
+        test=figures,
     )
+
+
+def _split(pair: LabelledPair) -> str | None:
+    """The pair's split; a pair without one takes its group's (None without a group)."""
+    if pair.split is not None:
+        return pair.split
+    return split_of(pair.group) if pair.group else None
 
 
 def calibrate(
@@ -220,45 +359,90 @@ def calibrate(
     guards: bool = True,
     verifier: PairJudge | None = None,
     min_pairs: int = MIN_NAMESPACE_PAIRS,
+    aligner: PairAligner | None = None,
 ) -> Calibration:
-    """Thresholds for all pairs (the default bands) and for each namespace in `pairs`."""
+    """Thresholds for all pairs (the default bands) and for each namespace in `pairs`:
+    read from train+dev and scored on test when the pairs have splits, else read
+    from and scored on all pairs (in-sample)."""
     if not 0.0 < target <= 1.0:
         raise ValueError(f"target precision must be within (0, 1], got {target}")
-    facts = pair_facts(pairs, similarities, guards=guards, verifier=verifier)
+    facts = pair_facts(pairs, similarities, guards=guards, verifier=verifier, aligner=aligner)
     skip_target = max(target, SKIP_PRECISION_FLOOR)
-    groups = [
-        _calibrate_group(ALL_PAIRS, facts, len(facts), False, policy.default, target, skip_target)
-    ]
-    by_namespace: dict[str, list[PairFacts]] = {}
+    has_splits = any(pair.split is not None for pair in pairs)
+    calibrated_on = TRAIN_DEV if has_splits else IN_SAMPLE
+    # namespace (None: all pairs) -> (calibration facts, test facts)
+    basis: dict[str | None, tuple[list[PairFacts], list[PairFacts]]] = {None: ([], [])}
+    left_out = 0
     for pair, fact in zip(pairs, facts, strict=True):
+        split = _split(pair) if has_splits else None
+        if has_splits and split is None:
+            left_out += 1
+            continue
+        side = 1 if split == TEST_SPLIT else 0
+        basis[None][side].append(fact)
         if pair.namespace:
-            by_namespace.setdefault(pair.namespace, []).append(fact)
-    for namespace, own in sorted(by_namespace.items()):
-        fallback = len(own) < min_pairs
-        groups.append(
-            _calibrate_group(
-                namespace,
-                facts if fallback else own,
-                len(own),
-                fallback,
-                policy.bands_for(namespace),
-                target,
-                skip_target,
-            )
+            basis.setdefault(pair.namespace, ([], []))[side].append(fact)
+    all_cal, all_test = basis.pop(None)
+    if not all_cal:
+        raise ValueError("no calibration pairs: every pair is in the test split")
+
+    def group(
+        name: str, own: list[PairFacts], test: list[PairFacts], bands: Bands, fb: bool
+    ) -> GroupCalibration:
+        return _calibrate_group(
+            name,
+            all_cal if fb else own,
+            len(own),
+            fb,
+            bands,
+            target,
+            skip_target,
+            calibrated_on=calibrated_on,
+            test=test if has_splits else None,
         )
-    return Calibration(target, skip_target, guards, groups, verifier is not None)
+
+    groups = [group(ALL_PAIRS, all_cal, all_test, policy.default, False)]
+    for namespace, (own, test) in sorted(basis.items(), key=lambda item: str(item[0])):
+        assert namespace is not None
+        groups.append(
+            group(namespace, own, test, policy.bands_for(namespace), len(own) < min_pairs)
+        )
+    if left_out:
+        groups[0].notes.append(
+            f"{left_out} pairs without a `split` or `group` left out (they cannot be placed)"
+        )
+    return Calibration(
+        target,
+        skip_target,
+        guards,
+        groups,
+        verifier is not None,
+        calibrated_on=calibrated_on,
+        calibration_pairs=len(all_cal),
+        test_pairs=len(all_test),
+        left_out=left_out,
+    )
 
 
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
+def _prf(c: Confusion | None) -> str:
+    if c is None:
+        return "-"
+    return f"{_f(c.precision)} / {_f(c.recall)} / {_f(c.f1)} / {_f(c.false_merge_rate)}"
 
 
-def _prf(c: Confusion) -> str:
-    return f"{_fmt(c.precision)} / {_fmt(c.recall)} / {_fmt(c.f1)} / {_fmt(c.false_merge_rate)}"
+def _basis_line(calibration: Calibration) -> str:
+    if calibration.in_sample:
+        return f"in-sample: all {calibration.calibration_pairs} pairs"
+    return (
+        f"read from train+dev ({calibration.calibration_pairs} pairs), "
+        f"test ({calibration.test_pairs} pairs) held out"
+    )
 
 
 def yaml_snippet(calibration: Calibration, *, model_id: str = "") -> str:
-    """The `dedup:` section to paste into the config file."""
+    """The `dedup:` section to paste into the config file. A refused group keeps its
+    configured bands, written out with the reason (a namespace left out would take
+    the new defaults)."""
     overall = calibration.overall
     header = (
         f"# memdedup calibrate: precision >= {calibration.target:g} "
@@ -267,52 +451,100 @@ def yaml_snippet(calibration: Calibration, *, model_id: str = "") -> str:
     )
     if model_id:
         header += f", {model_id}"
-    lines = [
-        header,
-        "dedup:",
-        f"  duplicate_threshold: {overall.duplicate_threshold:.2f}",
-        f"  merge_threshold: {overall.merge_threshold:.2f}  # all {overall.pairs} pairs"
-        + (f"; {overall.notes[0]}" if overall.merge is None else ""),
-    ]
+    header += f"; {_basis_line(calibration)}"
+    lines = [header, "dedup:"]
+    if overall.refused is not None:
+        lines += [
+            f"  # default bands NOT calibrated, kept as configured: {overall.refused}",
+            f"  duplicate_threshold: {overall.duplicate_threshold:.2f}  # unchanged",
+            f"  merge_threshold: {overall.merge_threshold:.2f}  # unchanged",
+        ]
+    else:
+        lines += [
+            f"  duplicate_threshold: {overall.duplicate_threshold:.2f}",
+            f"  merge_threshold: {overall.merge_threshold:.2f}  # {overall.pairs} pairs",
+        ]
     namespaces = calibration.groups[1:]
     if namespaces:
         lines.append("  namespaces:")
         for group in namespaces:
-            basis = "all pairs" if group.fallback else f"{group.pairs} pairs"
+            if group.refused is not None:
+                comment = f"unchanged, not calibrated: {group.refused}"
+            elif group.fallback:
+                comment = "from all pairs"
+            else:
+                comment = f"{group.pairs} pairs"
             lines.append(
                 f"    {group.name}: {{duplicate_threshold: {group.duplicate_threshold:.2f}, "
-                f"merge_threshold: {group.merge_threshold:.2f}}}  # {basis}"
+                f"merge_threshold: {group.merge_threshold:.2f}}}  # {comment}"
             )
     return "\n".join(lines)
 
 
 def render_calibration(calibration: Calibration, *, rows: Sequence[float] | None = None) -> str:
-    """Summary table, precision/recall table over thresholds, notes."""
+    """Where the figures come from, summary table, precision/recall table over
+    thresholds, refusals, notes."""
     lines = [
         f"target: duplicate precision >= {calibration.target:g} for merges, "
         f">= {calibration.skip_target:g} for skips; guards "
         f"{'on' if calibration.guards else 'off'}, verifier "
         f"{'on' if calibration.verifier else 'off'}",
+    ]
+    if calibration.in_sample:
+        lines += [
+            f"calibrated on: {IN_SAMPLE}. WARNING: these pairs have no `split`, so the "
+            "thresholds are read from the same pairs their figures are measured on; "
+            "expect lower precision on new pairs.",
+            f"  For figures you can trust, {SPLIT_ADVICE}.",
+        ]
+    else:
+        lines.append(
+            f"calibrated on: {TRAIN_DEV} ({calibration.calibration_pairs} pairs); "
+            f"test: {calibration.test_pairs} held-out pairs, never used to choose"
+        )
+    lines += [
         "",
         "P / R / F1 / FMR = precision / recall / F1 of the duplicate class / false-merge rate",
         "",
-        "| namespace | pairs | configured (skip, merge) | P / R / F1 / FMR configured "
-        "| proposed merge | proposed skip | P / R / F1 / FMR proposed |",
-        "|---|---|---|---|---|---|---|",
     ]
+    basis = "in-sample" if calibration.in_sample else TRAIN_DEV
+    if calibration.in_sample:
+        lines += [
+            "| namespace | pairs | configured (skip, merge) | P / R / F1 / FMR configured "
+            "| proposed merge | proposed skip | P / R / F1 / FMR proposed |",
+            "|---|---|---|---|---|---|---|",
+        ]
+    else:
+        lines += [
+            "| namespace | pairs train+dev / test | configured (skip, merge) "
+            f"| P / R / F1 / FMR configured, {basis} | proposed merge | proposed skip "
+            f"| P / R / F1 / FMR proposed, {basis} | P / R / F1 / FMR configured, test "
+            "| **P / R / F1 / FMR proposed, test** |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
     for g in calibration.groups:
-        pairs = f"{g.pairs}" + (" (uses all)" if g.fallback else "")
-        lines.append(
+        pairs = f"{g.pairs}" if g.test is None else f"{g.pairs} / {g.test.pairs}"
+        if g.fallback:
+            pairs += " (uses all)"
+        if g.refused is not None:
+            proposed = "refused | - | -"
+        else:
+            proposed = (
+                f"{g.merge_threshold:.2f} | {g.duplicate_threshold:.2f} | {_prf(g.at_proposed)}"
+            )
+        row = (
             f"| {g.name} | {pairs} | {g.current.duplicate_threshold:.2f}, "
-            f"{g.current.merge_threshold:.2f} | {_prf(g.at_current)} "
-            f"| {g.merge_threshold:.2f} | {g.duplicate_threshold:.2f} | {_prf(g.at_proposed)} |"
+            f"{g.current.merge_threshold:.2f} | {_prf(g.at_current)} | {proposed} |"
         )
+        if g.test is not None:
+            row += f" {_prf(g.test.configured)} | {_prf(g.test.proposed)} |"
+        lines.append(row)
     shown = [g for g in calibration.groups if not g.fallback]
     grid = rows if rows is not None else [t for t in GRID if round(t * 100) % 2 == 0]
     lines += [
         "",
-        "precision / recall by merge threshold (pairs predicted duplicate: exact, or "
-        "similarity >= t and no guard or verifier veto)",
+        f"precision / recall by merge threshold, {basis} (pairs predicted duplicate: exact, "
+        "or similarity >= t and no guard or verifier veto)",
         "",
         "| t | " + " | ".join(g.name for g in shown) + " |",
         "|---|" + "---|" * len(shown),
@@ -324,9 +556,14 @@ def render_calibration(calibration: Calibration, *, rows: Sequence[float] | None
             cells.append(
                 "-"
                 if point is None
-                else f"{_fmt(point.confusion.precision)} / {_fmt(point.confusion.recall)}"
+                else f"{_f(point.confusion.precision)} / {_f(point.confusion.recall)}"
             )
         lines.append(f"| {t:.2f} | " + " | ".join(cells) + " |")
+    refused = [g for g in calibration.groups if g.refused is not None]
+    if refused:
+        lines += ["", "refused (bands kept as configured):"] + [
+            f"  - {g.name}: {g.refused}" for g in refused
+        ]
     notes = [f"{g.name}: {note}" for g in calibration.groups for note in g.notes]
     if notes:
         lines += ["", "notes:"] + [f"  - {note}" for note in notes]
@@ -334,8 +571,8 @@ def render_calibration(calibration: Calibration, *, rows: Sequence[float] | None
 
 
 def calibration_plot(calibration: Calibration) -> Canvas:
-    """Precision over recall as the merge threshold moves; filled marker: proposed,
-    hollow marker: configured."""
+    """Precision over recall as the merge threshold moves (calibration pairs); filled
+    marker: proposed (none when refused), hollow marker: configured."""
     series: list[Series] = []
     for g in calibration.groups:
         if g.fallback:
@@ -345,11 +582,16 @@ def calibration_plot(calibration: Calibration) -> Canvas:
             for p in g.curve
             if p.confusion.precision is not None
         ]
-        chosen = [(g.at_proposed.recall or 0.0, g.at_proposed.precision or 0.0)]
+        chosen = (
+            []
+            if g.refused is not None
+            else [(g.at_proposed.recall or 0.0, g.at_proposed.precision or 0.0)]
+        )
         configured = [(g.at_current.recall or 0.0, g.at_current.precision or 0.0)]
+        label = "refused" if g.refused is not None else f"m={g.merge_threshold:.2f}"
         series.append(
             Series(
-                name=f"{g.name} m={g.merge_threshold:.2f}",
+                name=f"{g.name} {label}",
                 points=[(x, y) for x, y in points if y is not None],
                 markers=chosen,
                 hollow_markers=configured,
@@ -364,18 +606,29 @@ def calibration_plot(calibration: Calibration) -> Canvas:
 
 def _group_json(g: GroupCalibration) -> dict[str, Any]:
     return {
+        "calibrated_on": g.calibrated_on,
         "pairs": g.pairs,
         "basis_pairs": g.basis_pairs,
         "fallback_to_all_pairs": g.fallback,
+        "refused": g.refused,
         "configured": {
             "duplicate_threshold": g.current.duplicate_threshold,
             "merge_threshold": g.current.merge_threshold,
             "metrics": g.at_current.as_dict(),
         },
-        "proposed": {
+        "proposed": None
+        if g.refused is not None
+        else {
             "duplicate_threshold": g.duplicate_threshold,
             "merge_threshold": g.merge_threshold,
             "metrics": g.at_proposed.as_dict(),
+        },
+        "test": None
+        if g.test is None
+        else {
+            "pairs": g.test.pairs,
+            "configured": g.test.configured.as_dict(),
+            "proposed": None if g.test.proposed is None else g.test.proposed.as_dict(),
         },
         "curve": [
             {
@@ -397,5 +650,13 @@ def calibration_json(calibration: Calibration) -> Mapping[str, Any]:
         "skip_target_precision": calibration.skip_target,
         "guards": calibration.guards,
         "verifier": calibration.verifier,
+        "calibrated_on": calibration.calibrated_on,
+        "in_sample": calibration.in_sample,
+        "advice": SPLIT_ADVICE if calibration.in_sample else None,
+        "pairs": {
+            "calibration": calibration.calibration_pairs,
+            "test": calibration.test_pairs,
+            "left_out": calibration.left_out,
+        },
         "groups": {g.name: _group_json(g) for g in calibration.groups},
     }

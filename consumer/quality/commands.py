@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from consumer.engine.alignment import PairAligner
 from consumer.engine.verifier import LlmVerifier, LocalVerifier, PairJudge, build_verifier
 from consumer.quality.calibrate import (
     GRID,
@@ -32,7 +33,10 @@ from consumer.quality.pairs import LabelledPair, PairFileError, load_pairs
 from consumer.quality.plot import write_png
 from consumer.settings import Settings, load_settings
 
-__all__ = ["run_calibrate", "run_evaluate"]
+__all__ = ["CALIBRATION_REFUSED", "run_calibrate", "run_evaluate"]
+
+# `memdedup calibrate` exit status when the default bands cannot reach the target.
+CALIBRATION_REFUSED = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +113,13 @@ def _prepare(
     return settings, pairs
 
 
+def _aligner(settings: Settings, no_guards: bool) -> PairAligner | None:
+    """The consumer's parse alignment, unless it is off or --no-guards asks for bands only."""
+    if no_guards or not settings.dedup.alignment_enabled:
+        return None
+    return PairAligner()
+
+
 def run_evaluate(
     pairs_file: Path,
     *,
@@ -132,6 +143,7 @@ def run_evaluate(
         guards=guards,
         verifier=scored.verifier,
         verifier_name=scored.verifier_name,
+        aligner=_aligner(settings, no_guards),
     )
     source = str(pairs_file)
     if as_json:
@@ -180,14 +192,21 @@ def run_calibrate(
         _score(settings, pairs, with_verifier=not no_guards, verifier_floor=GRID[0])
     )
     guards = settings.dedup.guards_enabled and not no_guards
-    result = calibrate(
-        pairs,
-        scored.similarities,
-        policy_from_settings(settings.dedup),
-        target=target_precision,
-        guards=guards,
-        verifier=scored.verifier,
-    )
+    try:
+        result = calibrate(
+            pairs,
+            scored.similarities,
+            policy_from_settings(settings.dedup),
+            target=target_precision,
+            guards=guards,
+            verifier=scored.verifier,
+            aligner=_aligner(settings, no_guards),
+        )
+    except ValueError as exc:  # e.g. every pair is in the test split
+        print(f"memdedup calibrate: {pairs_file}: {exc}", file=sys.stderr)
+        return 2
+    # Exit 3: the default bands cannot reach the target; the snippet keeps them.
+    code = 0 if result.overall.refused is None else CALIBRATION_REFUSED
     snippet = yaml_snippet(result, model_id=str(scored.model["model_id"]))
     if png is not None:
         write_png(png, calibration_plot(result))
@@ -200,13 +219,18 @@ def run_calibrate(
             "png": str(png) if png is not None else None,
         }
         print(json.dumps(document, indent=2))
-        return 0
-    print(f"memdedup calibrate: {len(pairs)} labelled pairs from {pairs_file}")
-    print(f"model {scored.model['model_id']} (backend {scored.model['backend']})")
-    print()
-    print(render_calibration(result))
-    if png is not None:
-        print(f"\nprecision/recall curve written to {png}")
-    print("\nconfig snippet (memdedup.yaml):\n")
-    print(snippet)
-    return 0
+    else:
+        print(f"memdedup calibrate: {len(pairs)} labelled pairs from {pairs_file}")
+        print(f"model {scored.model['model_id']} (backend {scored.model['backend']})")
+        print()
+        print(render_calibration(result))
+        if png is not None:
+            print(f"\nprecision/recall curve written to {png}")
+        print("\nconfig snippet (memdedup.yaml):\n")
+        print(snippet)
+    if code:
+        print(
+            f"memdedup calibrate: default bands not calibrated: {result.overall.refused}",
+            file=sys.stderr,
+        )
+    return code

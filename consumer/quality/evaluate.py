@@ -13,6 +13,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from consumer.engine.alignment import PairAligner
 from consumer.engine.normalize import content_hash, normalize_content
 from consumer.engine.thresholds import Bands, ThresholdPolicy
 from consumer.engine.verifier import LocalVerifier, PairJudge, Verdict, Verifier
@@ -46,9 +47,13 @@ HASH_CHARS: Final = 12
 def policy_from_settings(dedup: DedupSettings) -> ThresholdPolicy:
     """The bands the consumer builds from `dedup` settings."""
     return ThresholdPolicy(
-        default=Bands(dedup.duplicate_threshold, dedup.merge_threshold),
+        default=Bands(
+            dedup.duplicate_threshold, dedup.merge_threshold, detail_policy=dedup.detail_policy
+        ),
         per_namespace={
-            name: Bands(bands.duplicate_threshold, bands.merge_threshold)
+            name: Bands(
+                bands.duplicate_threshold, bands.merge_threshold, detail_policy=bands.detail_policy
+            )
             for name, bands in dedup.namespaces.items()
         },
     )
@@ -154,6 +159,7 @@ def evaluate_pairs(
     guards: bool = True,
     verifier: PairJudge | None = None,
     verifier_name: str | None = None,
+    aligner: PairAligner | None = None,
 ) -> Evaluation:
     """Decide every pair (its namespace's bands) and tally overall, per category and
     per namespace."""
@@ -165,7 +171,13 @@ def evaluate_pairs(
     for pair, similarity in zip(pairs, similarities, strict=True):
         bands = policy.bands_for(pair.namespace) if pair.namespace else policy.default
         outcome = decide_pair(
-            pair.existing, pair.new, similarity, bands, guards=guards, verifier=verifier
+            pair.existing,
+            pair.new,
+            similarity,
+            bands,
+            guards=guards,
+            verifier=verifier,
+            aligner=aligner,
         )
         evaluation.scored.append(ScoredPair(pair, outcome))
         tallies = (

@@ -7,9 +7,12 @@ stored memory of the scope and `new` arrives:
 2. semantic: the cosine `similarity` of the two normalised texts' embeddings is
    classified by the namespace's bands (`Bands.classify`, inclusive bounds);
    a pair that reaches a band is then checked by the guards
-   (`check_pair(existing, new)`, as `DedupEngine._first_allowed` calls it) and,
-   if they allow it, by the verifier (consumer.engine.verifier); a veto of
-   either means "treated as below threshold": the memory is accepted.
+   (`check_pair(existing, new)`, as `DedupEngine._first_allowed` calls it), the
+   parse alignment (consumer.engine.alignment) and the verifier
+   (consumer.engine.verifier); a veto of any means "treated as below
+   threshold": the memory is accepted. A skip of texts the alignment finds
+   not equivalent becomes a merge; a match that only adds a detail is accepted
+   where the namespace's `detail_policy` is `keep_both`.
 
 The recent-cache check is left out: it only repeats what exact and semantic
 decided earlier. "Duplicate predicted" means skipped or merged.
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from consumer.engine.alignment import PairAligner
 from consumer.engine.guards import GuardName, GuardVeto, check_pair
 from consumer.engine.normalize import content_hash, normalize_content
 from consumer.engine.thresholds import Bands
@@ -54,11 +58,15 @@ def pair_veto(
     *,
     guards: bool = True,
     verifier: PairJudge | None = None,
+    aligner: PairAligner | None = None,
 ) -> GuardVeto | None:
-    """The guards' veto, else the verifier's, as `DedupEngine._first_allowed` asks
-    them for a stored `existing` (its content is the event content stripped)."""
+    """The guards' veto, else the alignment's, else the verifier's, as
+    `DedupEngine._first_allowed` asks them for a stored `existing` (its content
+    is the event content stripped)."""
     existing = existing.strip()
     veto = check_pair(existing, new) if guards else None
+    if veto is None and aligner is not None:
+        veto = aligner.check(existing, new).veto
     if veto is None and verifier is not None:
         verdict = verifier.judge(existing, new, similarity)
         if not verdict.same_fact:
@@ -74,19 +82,27 @@ def decide_pair(
     *,
     guards: bool = True,
     verifier: PairJudge | None = None,
+    aligner: PairAligner | None = None,
 ) -> PairDecision:
     """What the consumer decides for `new` when `existing` is its only match.
 
     `similarity`: cosine of the embeddings of `normalize_content` of both texts.
     `guards`: `dedup.guards_enabled`. `verifier`: the consumer's verifier
-    (`build_verifier(dedup)`), or None when it is off.
+    (`build_verifier(dedup)`), or None when it is off. `aligner`: the parse
+    alignment (`dedup.alignment_enabled`), or None when it is off.
     """
     if is_exact(existing, new):
         return PairDecision(Decision.SKIPPED, DecisionReason.EXACT, similarity, None)
     decision, threshold = bands.classify(similarity)
     if decision is Decision.ACCEPTED:
         return PairDecision(Decision.ACCEPTED, DecisionReason.NEW, similarity, None)
-    veto = pair_veto(existing, new, similarity, guards=guards, verifier=verifier)
+    veto = pair_veto(existing, new, similarity, guards=guards, verifier=verifier, aligner=aligner)
     if veto is not None:
         return PairDecision(Decision.ACCEPTED, DecisionReason.NEW, similarity, None, veto)
+    if aligner is not None:
+        alignment = aligner.check(existing.strip(), new)
+        if alignment.detail_added and bands.detail_policy == "keep_both":
+            return PairDecision(Decision.ACCEPTED, DecisionReason.NEW, similarity, None)
+        if decision is Decision.SKIPPED and not alignment.equivalent:
+            decision, threshold = Decision.MERGED, bands.merge_threshold
     return PairDecision(decision, DecisionReason.SEMANTIC, similarity, threshold)

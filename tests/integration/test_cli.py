@@ -50,7 +50,12 @@ def test_demo_shows_every_decision_and_dead_letter_code() -> None:
         "dlq:conflicting_event_id",
     ):
         assert expected in out, f"{expected!r} missing from the demo output:\n{out}"
-    assert "accepted: 8" in out
+    # Seven memories accepted; the redelivered event's copy is shown at its own
+    # input position and counted apart.
+    assert "accepted: 7," in out
+    assert "re-emitted: 1" in out
+    copy = next(line for line in out.splitlines() if "(re-emitted)" in line)
+    assert copy.startswith("p2@6 "), copy
 
 
 def test_invalid_settings_name_the_variable_to_fix() -> None:

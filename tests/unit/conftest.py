@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from consumer.engine.alignment import PairAligner
 from consumer.engine.dedup import DedupEngine
 from consumer.engine.recent import RecentCache
 from consumer.engine.thresholds import ThresholdPolicy
@@ -46,9 +47,11 @@ def make_engine(store: EdgeMemoryStore, embedder: FakeEmbedder) -> EngineFactory
         recent: RecentCache | None = None,
         search_limit: int = 5,
         guards: bool = True,
+        aligner: PairAligner | None = None,
     ) -> DedupEngine:
         return DedupEngine(
             guards=guards,
+            aligner=aligner,
             store=store,
             embedder=embedder,
             policy=policy if policy is not None else ThresholdPolicy(default=DEFAULT_BANDS),

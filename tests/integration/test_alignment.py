@@ -1,0 +1,88 @@
+"""The parse alignment end to end: local broker, real model, real parser,
+embedded store. Stored facts, then the same facts with one value, role or tense
+changed: with the alignment on they are accepted with the veto recorded; with it
+off, the same input is skipped or merged (what the alignment exists to stop)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.harness import (
+    StoreFactory,
+    decisions_by_event,
+    event,
+    make_settings,
+    only,
+    produce,
+    read_outputs,
+    running_consumer,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+STORED = [
+    event("s1", "The frontend tests use Jest."),
+    event("s2", "User sublets a flat to Ana."),
+    event("s3", "User is a junior engineer at Wexford Labs."),
+    event("s4", "User keeps bees on the roof."),
+]
+CHANGED = {
+    "c1": ("The backend tests use Jest.", "value_change"),
+    "c2": ("User sublets a flat from Ana.", "role_change"),
+    "c3": ("User is a senior engineer at Wexford Labs.", "value_change"),
+}
+SAME = {"p1": "I keep bees on the roof."}
+
+
+async def decide(settings: Any, embedder: Any) -> dict[str, list[dict[str, Any]]]:
+    follow_up = [event(i, text) for i, (text, _) in CHANGED.items()]
+    follow_up += [event(i, text) for i, text in SAME.items()]
+    async with running_consumer(settings, embedder, await StoreFactory("edge", settings).open()):
+        await produce(settings, STORED)
+        await read_outputs(settings, at_least=len(STORED))
+        await produce(settings, follow_up)
+        outputs = await read_outputs(settings, at_least=len(STORED) + len(follow_up))
+    return decisions_by_event(outputs, settings)
+
+
+async def test_changed_facts_are_accepted_and_say_why(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide(settings, real_embedder)
+    stored_ids = {only(decisions, e["event_id"])["memory_id"] for e in STORED}
+    for event_id, (_, kind) in CHANGED.items():
+        body = only(decisions, event_id)
+        assert body["decision"] == "accepted", (event_id, body["reason"])
+        assert body["memory_id"] not in stored_ids
+        assert body["guard"]["name"] == "alignment"
+        assert body["guard"]["detail"].startswith(kind)
+        assert body["guard"]["memory_id"] in stored_ids
+        # Downstream learns which stored memory the new one may supersede, and why.
+        assert body["related"][0] == {
+            "memory_id": body["guard"]["memory_id"],
+            "similarity": body["guard"]["similarity"],
+            "kind": kind,
+        }
+    same = only(decisions, "p1")
+    assert same["decision"] in ("merged", "skipped")
+    assert same["memory_id"] == only(decisions, "s4")["memory_id"]
+    assert same["related"] == []
+
+
+async def test_without_the_alignment_the_same_input_is_folded(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(
+        local_broker.bootstrap_servers, tmp_path, dedup={"alignment_enabled": False}
+    )
+    decisions = await decide(settings, real_embedder)
+    folded = [
+        event_id
+        for event_id in CHANGED
+        if only(decisions, event_id)["decision"] in ("merged", "skipped")
+    ]
+    assert folded, "the changed facts were kept apart without the alignment too"

@@ -1,0 +1,128 @@
+"""The parse alignment (consumer.engine.alignment) with the real spaCy pipeline.
+
+Sentences here are written for these tests, not taken from the labelled pair sets.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from consumer.engine.alignment import PairAligner, _abbreviates, _spelling_variant
+from consumer.engine.guards import GuardName, GuardVeto, related_kind
+
+
+@pytest.fixture(scope="module")
+def aligner() -> PairAligner:
+    return PairAligner()
+
+
+def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
+    veto = aligner.check(existing, new).veto
+    if veto is None:
+        return None
+    assert veto.guard is GuardName.ALIGNMENT
+    assert len(veto.detail) < 200
+    return veto.detail.split(":")[0]
+
+
+@pytest.mark.parametrize(
+    ("existing", "new", "kind"),
+    [
+        # one slot, another value
+        (
+            "User keeps two ferrets in the garage.",
+            "User keeps two hamsters in the garage.",
+            "value_change",
+        ),
+        ("User's dentist is in Ghent.", "User's dentist is in Bruges.", "value_change"),
+        (
+            "The team writes its services in Kotlin.",
+            "The team writes its services in Scala.",
+            "value_change",
+        ),
+        ("User prefers the upper bunk.", "User prefers the lower bunk.", "value_change"),
+        # who does what to whom
+        ("User lent a bicycle to Marek.", "User borrowed a bicycle from Marek.", "role_change"),
+        ("User rents a garage to Odile.", "User rents a garage from Odile.", "role_change"),
+        ("Hana coaches Tomas at chess.", "Tomas coaches Hana at chess.", "role_change"),
+        # time and frames
+        ("User used to play the oboe.", "User plays the oboe.", "time_change"),
+        ("User plans to learn Welsh.", "User learns Welsh.", "time_change"),
+        ("User will move to Tallinn.", "User moves to Tallinn.", "time_change"),
+        # polarity
+        ("User enjoys crossword puzzles.", "User does not enjoy crossword puzzles.", "negation"),
+    ],
+)
+def test_a_changed_fact_is_vetoed_with_its_kind(
+    aligner: PairAligner, existing: str, new: str, kind: str
+) -> None:
+    assert kind_of(aligner, existing, new) == kind
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        ("User keeps two ferrets in the garage.", "I keep two ferrets in the garage."),
+        ("My dentist is in Ghent.", "The user's dentist is in Ghent."),
+        ("User enjoys crossword puzzles.", "the user enjoys crossword puzzles"),
+        ("User has a vet appointment on Friday.", "Vet appt Friday"),
+        ("User's favorite colour is teal.", "User's favourite colour is teal."),
+    ],
+)
+def test_the_same_fact_in_other_words_passes(aligner: PairAligner, existing: str, new: str) -> None:
+    assert aligner.check(existing, new).veto is None
+
+
+def test_only_texts_that_align_word_for_word_are_equivalent(aligner: PairAligner) -> None:
+    person = aligner.check("User keeps bees.", "I keep bees.")
+    assert person.equivalent
+    assert person.veto is None
+    detail = aligner.check("User keeps bees.", "User keeps bees on the roof of the shed.")
+    # A detail the existing memory lacks: no veto (a merge keeps it), but no skip.
+    assert detail.veto is None
+    assert not detail.equivalent
+    assert detail.unmatched_new >= 1
+    assert detail.unmatched_existing == 0
+
+
+def test_parses_are_cached_per_text(aligner: PairAligner) -> None:
+    text = "User collects vintage fountain pens."
+    assert aligner.parsed(text) is aligner.parsed(text)
+
+
+@pytest.mark.parametrize(
+    ("short", "long", "expected"),
+    [
+        ("appt", "appointment", True),
+        ("sr", "senior", True),
+        ("mgr", "manager", True),
+        ("cat", "cat", False),
+        ("tue", "tuesday", True),
+        ("xyz", "xylophone", False),
+    ],
+)
+def test_abbreviations(short: str, long: str, expected: bool) -> None:
+    assert _abbreviates(short, long) is expected
+
+
+def test_spelling_variants() -> None:
+    assert _spelling_variant("favorite", "favourite")
+    assert _spelling_variant("st.", "st")
+    assert not _spelling_variant("junior", "senior")
+    assert not _spelling_variant("oboe", "obie")  # too short to be a spelling
+
+
+@pytest.mark.parametrize(
+    ("guard", "detail", "kind"),
+    [
+        (GuardName.NUMBERS, "9am vs 9pm", "number_change"),
+        (GuardName.NEGATION, "not on one side", "negation"),
+        (GuardName.WORD_ORDER, "swapped", "role_change"),
+        (GuardName.VERIFIER, "local: p=0.1", "different_fact"),
+        (GuardName.ALIGNMENT, "time_change: 'live': 'use' vs ''", "time_change"),
+        (GuardName.ALIGNMENT, "value_change: 'porto' vs 'faro' (pobj)", "value_change"),
+        (GuardName.REVIEWED_PAIR, "a reviewer reversed a decision on this pair", None),
+    ],
+)
+def test_what_a_veto_says_changed(guard: GuardName, detail: str, kind: str | None) -> None:
+    assert related_kind(GuardVeto(guard, detail)) == kind

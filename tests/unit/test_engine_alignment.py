@@ -1,0 +1,124 @@
+"""DedupEngine with the parse alignment: similarities chosen by the fake
+embedder, texts parsed by the real spaCy pipeline."""
+
+from __future__ import annotations
+
+import pytest
+
+from consumer.engine.alignment import PairAligner
+from consumer.engine.dedup import DedupEngine
+from consumer.engine.guards import GuardName
+from consumer.engine.models import Outcome
+from consumer.engine.thresholds import Bands, ThresholdPolicy
+from consumer.store.edge import EdgeMemoryStore
+from schemas import Decision, DecisionReason
+
+from .conftest import EngineFactory
+from .helpers import DEFAULT_BANDS, FakeEmbedder, base_vector, make_candidate, unit_vector
+
+STORED = "User keeps bees."
+SAME_OTHER_PERSON = "I keep bees."
+WITH_DETAIL = "User keeps bees on the roof of the shed."
+OTHER_ANIMAL = "User keeps wasps."
+OTHER_INSECT = "User keeps ants."
+
+
+@pytest.fixture(scope="module")
+def aligner() -> PairAligner:
+    return PairAligner()
+
+
+async def decide_after_stored(store: EdgeMemoryStore, engine: DedupEngine, *texts: str) -> Outcome:
+    outcome: Outcome | None = None
+    for offset, text in enumerate((STORED, *texts)):
+        plan = await engine.decide(
+            0, [make_candidate(event_id=f"e{offset}", content=text, offset=offset)]
+        )
+        await store.write(0, list(plan.writes.values()), [])
+        engine.commit(plan)
+        outcome = plan.outcomes[0]
+    assert outcome is not None
+    return outcome
+
+
+def place(embedder: FakeEmbedder, text: str, similarity: float, axis: int = 1) -> None:
+    embedder.set(STORED, base_vector())
+    embedder.set(text, unit_vector(similarity, axis=axis))
+
+
+async def test_a_skip_needs_texts_that_align_word_for_word(
+    make_engine: EngineFactory,
+    embedder: FakeEmbedder,
+    store: EdgeMemoryStore,
+    aligner: PairAligner,
+) -> None:
+    place(embedder, SAME_OTHER_PERSON, 0.97)
+    outcome = await decide_after_stored(store, make_engine(aligner=aligner), SAME_OTHER_PERSON)
+    assert (outcome.decision, outcome.reason) == (Decision.SKIPPED, DecisionReason.SEMANTIC)
+
+
+async def test_without_the_aligner_the_bands_alone_skip_a_detail(
+    make_engine: EngineFactory,
+    embedder: FakeEmbedder,
+    store: EdgeMemoryStore,
+    aligner: PairAligner,
+) -> None:
+    place(embedder, WITH_DETAIL, 0.97)
+    without = await decide_after_stored(store, make_engine(), WITH_DETAIL)
+    assert without.decision is Decision.SKIPPED  # what the bands alone do: the detail is lost
+
+
+async def test_with_the_aligner_the_detail_is_kept(
+    make_engine: EngineFactory,
+    embedder: FakeEmbedder,
+    store: EdgeMemoryStore,
+    aligner: PairAligner,
+) -> None:
+    place(embedder, WITH_DETAIL, 0.97)
+    outcome = await decide_after_stored(store, make_engine(aligner=aligner), WITH_DETAIL)
+    assert outcome.decision is Decision.MERGED
+    assert outcome.threshold == DEFAULT_BANDS.merge_threshold
+    # keep_existing is the namespace's policy; a detail is kept all the same.
+    assert outcome.merge_policy == "replace_with_newer"
+    assert outcome.memory.content == WITH_DETAIL
+
+
+async def test_keep_both_stores_the_detail_as_its_own_memory(
+    make_engine: EngineFactory,
+    embedder: FakeEmbedder,
+    store: EdgeMemoryStore,
+    aligner: PairAligner,
+) -> None:
+    place(embedder, WITH_DETAIL, 0.9)
+    bands = Bands(
+        DEFAULT_BANDS.duplicate_threshold, DEFAULT_BANDS.merge_threshold, detail_policy="keep_both"
+    )
+    engine = make_engine(aligner=aligner, policy=ThresholdPolicy(default=bands))
+    outcome = await decide_after_stored(store, engine, WITH_DETAIL)
+    assert (outcome.decision, outcome.reason) == (Decision.ACCEPTED, DecisionReason.NEW)
+    assert outcome.memory.content == WITH_DETAIL
+
+
+async def test_changed_values_are_accepted_with_every_related_memory(
+    make_engine: EngineFactory,
+    embedder: FakeEmbedder,
+    store: EdgeMemoryStore,
+    aligner: PairAligner,
+) -> None:
+    embedder.set(STORED, base_vector())
+    embedder.set(OTHER_INSECT, unit_vector(0.9, axis=2))
+    embedder.set(OTHER_ANIMAL, unit_vector(0.93, axis=1))
+    engine = make_engine(aligner=aligner)
+    # STORED and OTHER_INSECT are both stored (0.9 apart: vetoed, so accepted).
+    first = await decide_after_stored(store, engine, OTHER_INSECT)
+    assert first.decision is Decision.ACCEPTED
+    plan = await engine.decide(0, [make_candidate(event_id="e9", content=OTHER_ANIMAL, offset=9)])
+    outcome = plan.outcomes[0]
+    assert outcome.decision is Decision.ACCEPTED
+    assert outcome.guard is not None
+    assert outcome.guard.veto.guard is GuardName.ALIGNMENT
+    assert [hit.veto.detail.split(":")[0] for hit in outcome.related] == ["value_change"] * len(
+        outcome.related
+    )
+    assert len(outcome.related) == 2
+    assert outcome.related[0].similarity >= outcome.related[1].similarity
