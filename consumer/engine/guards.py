@@ -26,6 +26,8 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Final
 
+from consumer.engine.units import unit_amounts
+
 __all__ = [
     "GuardName",
     "GuardVeto",
@@ -122,6 +124,14 @@ _DECIMAL_RE: Final = re.compile(r"\d+(?:\.\d+)+")
 _VERSION_RE: Final = re.compile(r"v(\d+(?:\.\d+)*)")
 _UNIT_NUMBER_RE: Final = re.compile(r"(\d+(?:\.\d+)?)([^\W\d_]{1,3})")
 _DIGIT_SPLIT_RE: Final = re.compile(r"[-_./]")
+_NUMBER_COMPOUND_RE: Final = re.compile(r"(\d+(?:\.\d+)?)(k?)[-/](?:[a-z]+(?:-[a-z]+)*)")
+# "2026-08-09" and "06/2027": a date, spelled as the word pass spells one.
+_ISO_DATE_RE: Final = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})")
+_MONTH_YEAR_RE: Final = re.compile(r"(\d{1,2})/(\d{4})")
+_MONTH_NAMES: Final = (
+    "january", "february", "march", "april", "may", "june", "july", "august",
+    "september", "october", "november", "december",
+)  # fmt: skip
 _ID_JOINERS_RE: Final = re.compile(r"[-_]")
 _QUANTITY_WORD_RE: Final = re.compile(rf"[^\W\d_]+(?:'[^\W\d_]+)?|{_SENTINEL}")
 
@@ -173,6 +183,8 @@ _ABBREVIATIONS: Final[dict[str, str]] = {
     "sep": "september", "sept": "september", "oct": "october", "nov": "november",
     "dec": "december",
 }  # fmt: skip
+_AMBIGUOUS_ABBREVIATIONS: Final = frozenset({"jan", "mar", "sat", "sun", "aug"})
+_DATE_CUES: Final = frozenset({"every", "each", "on", "next", "last", "this", "until", "by"})
 # "may" is a month only in a date-like context ("in May", "May 3", mid-sentence "May").
 _MAY_CONTEXT: Final = frozenset(
     {"in", "of", "since", "until", "till", "by", "early", "late", "mid", "next", "last",
@@ -180,6 +192,8 @@ _MAY_CONTEXT: Final = frozenset(
 )  # fmt: skip
 _DAYPART_TIMES: Final[dict[str, str]] = {"noon": "12:00", "midday": "12:00", "midnight": "00:00"}
 _URL_HINT_RE: Final = re.compile(r"https?://|www\.", re.IGNORECASE)
+# Amounts without a digit or number word: "half an hour", "a week".
+_UNIT_HINT_RE: Final = re.compile(r"\bhalf\s+an?\s", re.IGNORECASE)
 _HAS_DIGIT_RE: Final = re.compile(r"\d")
 # Every word the word-level pass could turn into a quantity; when none occurs it is skipped.
 _QUANTITY_VOCABULARY: Final = frozenset(
@@ -199,11 +213,23 @@ def _twelve_hour(hour: int, minute: int, pm: bool) -> str:
     return _clock(hour, minute)
 
 
+def _plain_number(value: float) -> str:
+    return str(int(value)) if value == int(value) else f"{value:g}"
+
+
 def _canonical_digit_token(token: str) -> str:
     """Canonical form of a token holding a digit: "1st"->"1", "v1.2"->"1.2", "ABC-123"->"abc123"."""
     low = token.lower()
     if _INT_RE.fullmatch(low):
         return str(int(low))
+    compound = _NUMBER_COMPOUND_RE.fullmatch(low)
+    if compound:
+        # "2-bedroom", "4-year-old", "15.49/month": the number; the words after
+        # it are words ("two-bedroom" gives "2" too).
+        value, thousands = compound.groups()
+        if thousands:
+            return _plain_number(float(value) * 1000)
+        return str(int(value)) if value.isdigit() else value
     if _DECIMAL_RE.fullmatch(low):
         return low
     if not any(c.isalpha() for c in low):
@@ -220,6 +246,25 @@ def _canonical_digit_token(token: str) -> str:
             return str(int(value) * 1000)
         return str(int(value)) if value.isdigit() else value
     return _ID_JOINERS_RE.sub("", low)
+
+
+@dataclass(frozen=True, slots=True)
+class _Quantities:
+    """A text's quantities as written (canonical forms), and the same with each
+    amount of a known unit in its base unit ("two weeks" -> "14 days")."""
+
+    raw: frozenset[str]
+    in_units: frozenset[str]
+    has_units: bool
+
+
+def _quantities(text: str) -> _Quantities:
+    raw = _extract_quantities(text)
+    amounts = unit_amounts(text) if raw or _UNIT_HINT_RE.search(text) else []
+    if not amounts:
+        return _Quantities(raw, raw, False)
+    plain = {amount.plain for amount in amounts if amount.plain}
+    return _Quantities(raw, (raw - plain) | {amount.base for amount in amounts}, True)
 
 
 def _extract_quantities(text: str) -> frozenset[str]:
@@ -250,7 +295,7 @@ def _extract_quantities(text: str) -> frozenset[str]:
         return _SENTINEL_PAD
 
     def digits(match: re.Match[str]) -> str:
-        found.append(_canonical_digit_token(match.group(0)))
+        found.extend(_date_parts(match.group(0)) or [_canonical_digit_token(match.group(0))])
         return _SENTINEL_PAD
 
     rest = text
@@ -268,6 +313,22 @@ def _extract_quantities(text: str) -> frozenset[str]:
     if not _QUANTITY_VOCABULARY.isdisjoint(w.lower() for w in words):
         found.extend(_word_quantities(words))
     return frozenset(found)
+
+
+def _date_parts(token: str) -> list[str]:
+    """A numeric date as its parts, as "9 August 2026" gives them: year, month
+    name, day ("2026-08-09"); month and year ("06/2027"). Empty for anything else."""
+    iso = _ISO_DATE_RE.fullmatch(token)
+    if iso:
+        year, month, day = (int(part) for part in iso.groups())
+        if 1 <= month <= 12 and 1 <= day <= 31:
+            return [str(year), _MONTH_NAMES[month - 1], str(day)]
+    month_year = _MONTH_YEAR_RE.fullmatch(token)
+    if month_year:
+        month, year = int(month_year.group(1)), int(month_year.group(2))
+        if 1 <= month <= 12:
+            return [_MONTH_NAMES[month - 1], str(year)]
+    return []
 
 
 def _word_quantities(words: Sequence[str]) -> list[str]:
@@ -306,6 +367,9 @@ def _word_quantities(words: Sequence[str]) -> list[str]:
             last = "scale"
         elif low == "and" and last and nxt in _NUMBER_WORDS:
             continue  # "one hundred and five"
+        elif low == "other" and prev == "every":
+            flush()
+            found.append("2")  # "every other week" is "every second week"
         elif last and low in ("am", "pm", "o'clock") and total == 0 and 0 < current <= 12:
             hour = current
             total = current = 0
@@ -351,7 +415,10 @@ def _calendar_word(words: Sequence[str], lows: Sequence[str], i: int) -> str:
         if prev in _MAY_CONTEXT or _SENTINEL in (prev, nxt) or (i > 0 and words[i][0] == "M"):
             return "may"
         return ""
-    if low in _ABBREVIATIONS and words[i][0].isupper() and _SENTINEL in (prev, nxt):
+    # "Wed", "Oct" are dates wherever they stand; "Jan", "Mar", "Sat", "Sun" also
+    # name people and things, so only beside a number or after "every", "on", ...
+    dated = low not in _AMBIGUOUS_ABBREVIATIONS or _SENTINEL in (prev, nxt) or prev in _DATE_CUES
+    if low in _ABBREVIATIONS and words[i][0].isupper() and dated:
         return _ABBREVIATIONS[low]
     return ""
 
@@ -365,7 +432,7 @@ def _format_values(values: Iterable[str]) -> str:
     return "{" + shown + more + "}"
 
 
-def _numbers_veto(a: frozenset[str], b: frozenset[str]) -> GuardVeto | None:
+def _numbers_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
     """Veto when the canonical quantities differ as sets.
 
     Caught: digits in any form (times with am/pm or 24h, dates, amounts, versions,
@@ -377,15 +444,23 @@ def _numbers_veto(a: frozenset[str], b: frozenset[str]) -> GuardVeto | None:
     Limitations: sets, not sequences: "from 3 to 5" / "from 5 to 3" is equal
     here and left to the word-order guard ("between 3 and 5" / "between 5 and
     3" passes both, on purpose), and repeats do not count ("2 cats and 2
-    dogs" = "2 cats"); units are ignored ("5 km" = "5 miles", "$5" = "5
-    euros"); "9:00" without am/pm is read as 09:00, so "9:00" / "9pm" vetoes;
+    dogs" = "2 cats"); amounts with a known unit (consumer.engine.units)
+    compare in base units ("two weeks" = "14 days", "2 hours" != "2 days"; a
+    unit on one side only is not a difference, as the unit may be unknown or
+    left out: "4 y/o" / "4 years old"); other units are ignored ("5 miles" =
+    "5"), as are currencies ("$5" = "5 euros"); "9:00" without am/pm is read as 09:00, so "9:00" / "9pm" vetoes;
     ordinals equal cardinals ("third" = "3"); "second" / "first" in a
     non-numeric sense ("second opinion") count; "May" and "march" are told
     from the modal and the verb by context only; a letters+digits token is one
     identifier, so "python3" / "Python 3" vetoes; "no cats" / "zero cats" vetoes.
     """
+    a, b = qa.raw, qb.raw
+    if qa.in_units == qb.in_units:
+        return None  # the same amounts, in the same or in other units
     if a == b:
-        return None
+        if not (qa.has_units and qb.has_units):
+            return None
+        a, b = qa.in_units, qb.in_units  # "every 2 hours" / "every 2 days"
     if (not a and b == {"1"}) or (not b and a == {"1"}):
         return None
     detail = f"numbers differ: {_format_values(a - b)} vs {_format_values(b - a)}"
@@ -1114,7 +1189,7 @@ def _relation_veto(a: _Words, b: _Words) -> GuardVeto | None:
 
 @dataclass(frozen=True, slots=True)
 class _Features:
-    quantities: frozenset[str]
+    quantities: _Quantities
     words: _Words
 
 
@@ -1127,7 +1202,7 @@ def _prepare(text: str) -> str:
 def _features(text: str) -> _Features:
     """Per-text features; cached because the stored side recurs across events."""
     prepared = _prepare(text)
-    return _Features(_extract_quantities(prepared), _analyse_words(prepared.casefold()))
+    return _Features(_quantities(prepared), _analyse_words(prepared.casefold()))
 
 
 def check_pair(existing: str, new: str) -> GuardVeto | None:
@@ -1165,7 +1240,7 @@ class TextSignals:
 def text_signals(text: str) -> TextSignals:
     features = _features(text)
     words = features.words
-    return TextSignals(words.order, words.labels, features.quantities, len(words.cues))
+    return TextSignals(words.order, words.labels, features.quantities.raw, len(words.cues))
 
 
 @dataclass(frozen=True, slots=True)
@@ -1182,7 +1257,7 @@ def pair_signals(existing: str, new: str) -> PairSignals:
     fa, fb = _features(existing), _features(new)
     wa, wb = fa.words, fb.words
     return PairSignals(
-        quantities_differ=len(fa.quantities ^ fb.quantities),
+        quantities_differ=len(fa.quantities.raw ^ fb.quantities.raw),
         cues_differ=abs(len(wa.cues) - len(wb.cues)),
         antonym_clashes=len(_antonym_clashes(wa, wb)),
         relations_differ=len((wa.relations - wb.mentioned) | (wb.relations - wa.mentioned)),
