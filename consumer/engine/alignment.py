@@ -54,6 +54,7 @@ _CACHE_SIZE: Final = 8192
 _CONTENT_POS: Final = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV"})
 # Verbs that carry no fact of their own (a note drops them: "Vet appt Tue").
 _LIGHT_VERBS: Final = frozenset({"be", "have", "do", "get", "go", "make"})
+_CLAUSE_DEPS: Final = frozenset({"ROOT", "conj", "relcl", "advcl", "ccomp", "xcomp"})
 _SELF: Final = "<user>"
 _SELF_WORDS: Final = frozenset({"i", "me", "my", "mine", "myself", "user", "user's", "users"})
 # The subject a memory is about, in third person, so both persons parse alike.
@@ -72,7 +73,7 @@ class Word:
 
     index: int
     key: str  # lemma, lowercased; the user's own references share one key
-    text: str  # the surface form, lowercased
+    text: str  # the surface form, lowercased; a verb's with its auxiliaries
     pos: str
     dep: str
     head: int  # index of the syntactic head (itself for the root)
@@ -119,6 +120,12 @@ def _tense(token: Token) -> str:
     if values and token.morph.get("VerbForm", []) != ["Part"]:
         return str(values[0])
     return ""
+
+
+def _form(token: Token) -> str:
+    """A verb as written with its auxiliaries: "is getting married", "quit"."""
+    parts = [c for c in token.children if c.dep_ in {"aux", "auxpass"}] + [token]
+    return " ".join(t.text.lower() for t in sorted(parts, key=lambda t: t.i))
 
 
 def _frame(token: Token) -> str:
@@ -168,10 +175,12 @@ def _words(doc: Doc) -> AlignedText:
         if key != _SELF:
             if not any(ch.isalpha() for ch in key):
                 continue
-            if token.pos_ not in _CONTENT_POS or token.is_punct:
-                continue
             light = token.pos_ in {"VERB", "AUX"} and key in _LIGHT_VERBS
-            if light and token.dep_ not in {"ROOT", "conj", "relcl", "advcl", "ccomp", "xcomp"}:
+            # A light verb heading a clause ("is", "has", "used to be") carries its
+            # tense and frame; as an auxiliary it is read through its verb.
+            if light and token.dep_ not in _CLAUSE_DEPS:
+                continue
+            if (token.pos_ not in _CONTENT_POS and not light) or token.is_punct:
                 continue
             if token.pos_ == "ADV" and token.dep_ == "neg":
                 continue
@@ -183,7 +192,7 @@ def _words(doc: Doc) -> AlignedText:
             Word(
                 index=token.i,
                 key=key,
-                text=token.text.lower(),
+                text=_form(token) if verb else token.text.lower(),
                 pos=token.pos_,
                 dep=token.dep_,
                 head=token.head.i,
@@ -284,6 +293,9 @@ def _judge(
     role = _role_change(matched)
     if role is not None:
         return role
+    for word in (*left, *right):
+        if word.key in _TIME_MODIFIERS and word.dep in _MODIFIER_DEPS:
+            return _veto("time_change", f"'{word.key}' on one side only")
     # A minimal edit that swaps a word for another is a changed value; a rewording
     # changes many words, and is left to the other checks.
     if len(left) <= _MAX_SWAP and len(right) <= _MAX_SWAP:
@@ -295,6 +307,12 @@ def _judge(
 
 
 _MAX_SWAP: Final = 2
+_MODIFIER_DEPS: Final = frozenset({"amod", "compound", "nmod", "nummod", "advmod"})
+# Modifiers that place a fact in time: one on one side only changes when it holds.
+_TIME_MODIFIERS: Final = frozenset(
+    {"previous", "former", "ex", "past", "current", "present", "future", "next", "last",
+     "upcoming", "prior", "recent", "recently", "formerly"}
+)  # fmt: skip
 _SWAP_POS: Final = frozenset({"VERB", "ADJ", "ADV"})
 # Prepositions that reverse who gives and who receives, or the order of two things.
 _OPPOSED_PREPOSITIONS: Final = frozenset(
@@ -314,6 +332,8 @@ def _kind(word: Word) -> str:
     """Which words can stand in for each other in one slot."""
     if word.key == _SELF:
         return ""
+    if word.dep in _MODIFIER_DEPS:
+        return "modifier"  # "senior" / "staff" engineer, "health" / "dental" insurance
     if word.pos in {"NOUN", "PROPN"}:
         return "name"
     if word.pos in _SWAP_POS:
