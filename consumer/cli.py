@@ -578,7 +578,14 @@ def build_parser() -> argparse.ArgumentParser:
         "calibrate",
         help="per-namespace thresholds for a target precision, from labelled pairs",
         description="Derive per-namespace thresholds that reach a target precision on "
-        "labelled pairs. Use it to tune the dedup bands from your own data.",
+        "labelled pairs. Use it to tune the dedup bands from your own data. When the pairs "
+        "carry a `split` (tools/split_pairs.py), thresholds are read from the train and dev "
+        "pairs and scored on the held-out test pairs; otherwise they are read from and "
+        "scored on the same pairs, and the report says so. "
+        "A namespace whose target is not reachable is refused with the reason and keeps "
+        "its configured bands.",
+        epilog="exit status: 0 thresholds proposed; 2 bad input; 3 the default bands cannot "
+        "reach the target precision (the report says why; the snippet keeps them unchanged).",
     )
     calibrate.add_argument("pairs", type=Path, help="JSON Lines file of labelled pairs")
     calibrate.add_argument(

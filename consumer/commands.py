@@ -19,11 +19,21 @@ from typing import Any
 
 import structlog
 
+from consumer.auditlog import describe_decision
 from consumer.changelog import Changelog
 from consumer.engine.dedup import DedupEngine
-from consumer.engine.merge import MergeFailed, MergeText, latest, union
+from consumer.engine.merge import (
+    MergeFailed,
+    MergeText,
+    keep_folded,
+    latest,
+    replaced_text,
+    unfold,
+    union,
+)
 from consumer.engine.models import (
     DecisionRecord,
+    FoldedText,
     MemoryRecord,
     MergeSource,
     Outcome,
@@ -59,6 +69,7 @@ from schemas import (
     scope_key,
 )
 from schemas.events import MAX_ENTITIES, MAX_TOPICS, StoredMemory
+from schemas.events import FoldedText as SchemaFoldedText
 from schemas.events import MergeSource as SchemaMergeSource
 
 log = structlog.get_logger(__name__)
@@ -86,6 +97,9 @@ def stored_memory(memory: MemoryRecord) -> StoredMemory:
             for s in memory.merged_from
         ],
         supersedes=memory.supersedes,
+        folded_texts=[
+            SchemaFoldedText(event_id=t.event_id, content=t.content) for t in memory.folded_texts
+        ],
         seen_count=memory.seen_count,
         first_seen_at=memory.first_seen_at or memory.created_at,
         last_seen_at=memory.last_seen_at or memory.updated_at,
@@ -290,8 +304,9 @@ class CommandProcessor:
             )
         if event.reason is not DecisionReason.SEMANTIC or decision.basis_json is None:
             return rejected(
-                f"a {event.reason.value} {event.decision.value} cannot be reversed: the event's "
-                "text is the memory's text (only semantic skips and merges can be)",
+                f"this decision {describe_decision(event.decision, event.reason)}: the "
+                "event's text is the memory's text, so there is nothing to separate (only "
+                "semantic skips and merges can be reversed)",
                 status,
             )
         return await self._reverse(partition, item, review, decision, event, status_id, fields)
@@ -379,6 +394,11 @@ class CommandProcessor:
                     supersedes=list(before.supersedes),
                     vector=vector.tolist(),
                 )
+            # The event's text is the restored memory's now: the target no longer
+            # keeps it (nor its current text, when that is the restored one).
+            target.folded_texts = unfold(
+                target.folded_texts, decision.event_id, decision.content_hash, target.content_hash
+            )
             text_restored = target.content_hash == before.content_hash
             points.append(codec.memory_point(target, self._dimension))
         else:
@@ -533,6 +553,10 @@ class CommandProcessor:
         replace_with_newer (the newest member's) and synthesize (the merger's, with
         replace_with_newer as its fallback)."""
         everyone = [keeper, *members]
+        # Each member's texts: those it had folded in, then its own.
+        member_texts: list[FoldedText] = []
+        for member in members:
+            member_texts += [*member.folded_texts, replaced_text(member)]
         merged_from = list(keeper.merged_from)
         for member in members:
             for source in [
@@ -553,6 +577,7 @@ class CommandProcessor:
                 )
             ),
             merged_from=latest(merged_from),
+            folded_texts=keep_folded(keeper.folded_texts, member_texts, keeper.content_hash),
             seen_count=sum(m.seen_count for m in everyone),
             first_seen_at=min(m.first_seen_at or m.created_at for m in everyone),
             last_seen_at=max(m.last_seen_at or m.updated_at for m in everyone),
@@ -603,6 +628,9 @@ class CommandProcessor:
                 content=content,
                 content_hash=new_hash,
                 supersedes=latest(union(keeper.supersedes, [keeper.content_hash])),
+                folded_texts=keep_folded(
+                    keeper.folded_texts, [replaced_text(keeper), *member_texts], new_hash
+                ),
                 vector=vector,
             ),
             fallback,

@@ -41,8 +41,9 @@ class BandSettings(BaseModel):
     # the higher importance are folded in by every policy).
     merge_policy: MergePolicy = "keep_existing"
     # A match whose new text is the stored fact plus a detail ("has a cat" / "has
-    # a 3-year-old cat named Miso"): merge keeps the more detailed text (whatever
-    # merge_policy says, except synthesize); keep_both stores it as its own memory.
+    # a 3-year-old cat named Miso"): merge keeps the more detailed text (where
+    # merge_policy is keep_existing; other policies choose the text by their own
+    # rule); keep_both stores it as its own memory.
     detail_policy: DetailPolicy = "merge"
 
     @model_validator(mode="after")

@@ -192,6 +192,18 @@ class MergeSource(BaseModel):
     memory_id: str
 
 
+class FoldedText(BaseModel):
+    """A text folded into a memory that the memory does not hold as its text: a
+    merged event's own text, or a text a merge replaced. `event_id`: the event
+    whose text it is (for a text a merge wrote, combined or synthesized: that
+    merge's event)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    event_id: str
+    content: str
+
+
 class StoredMemory(BaseModel):
     """The memory as stored after the decision."""
 
@@ -214,6 +226,10 @@ class StoredMemory(BaseModel):
     # Content hashes of texts this memory's text replaced (its id stays derived
     # from the first text's hash).
     supersedes: list[str] = empty_list()
+    # Texts folded in and not kept as `content` (each merged event's own text, each
+    # text a merge replaced), newest last: the latest 20 within 8192 characters
+    # (the newest always kept). Never `content` itself, never one text twice.
+    folded_texts: list[FoldedText] = empty_list()
     # Times the fact was seen: 1 when accepted, +1 for each merge or skip into it.
     seen_count: int = 1
     first_seen_at: datetime | None = None

@@ -793,11 +793,14 @@ class DedupEngine:
         *,
         keep_detail: bool = False,
     ) -> Outcome:
-        """`keep_detail`: the new text is the stored fact plus a detail, so the
-        merged memory keeps the new, more detailed text (unless a merger writes it)."""
+        """`keep_detail`: the new text is the stored fact plus a detail, so where
+        the policy would keep the stored text the merge keeps the new, more
+        detailed one instead."""
         now = self._clock()
         policy = bands.merge_policy
-        if keep_detail and policy != "synthesize":
+        if keep_detail and policy == "keep_existing":
+            # The stored text would drop the detail; the other policies choose the
+            # text by their own rule (importance, a merger).
             policy = "replace_with_newer"
         merged, fallback = await self._merged(policy, best.read(), candidate, now, state)
         state.plan.write(merged)

@@ -14,6 +14,12 @@ A memory keeps its id when its text changes: the id stays derived from the hash
 of the first text, `content_hash` becomes the new text's hash and the replaced
 hash is appended to `supersedes`.
 
+Whatever the policy, a merge keeps the texts it did not keep as the memory's text
+in `folded_texts`: the merged event's own text and, when the text changes, the
+replaced one; never the memory's current text, never one text twice. A false merge
+thus loses no text (`review reverse` gives the event's text a memory of its own
+and takes it out of the target's list).
+
 Lineage lists keep their latest `LINEAGE_LIMIT` entries; topics and entities their
 latest `MAX_TOPICS` and `MAX_ENTITIES` (what one event may carry). Every merge
 writes the memory again (shard, changelog, and the decision event that carries
@@ -21,21 +27,24 @@ it): lists that grew with every merge would make each merge of a popular memory
 cost more than the last and, past some 7,000 merges (far fewer with new topics
 each time), outgrow Kafka's 1 MB record, stalling its partition. The whole history
 stays in the decision events (each merge names its memory) and in `seen_count`.
+`folded_texts` is bounded by entries and by characters (`FOLDED_TEXTS_LIMIT`,
+`FOLDED_CHARS_LIMIT`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Final, Protocol, TypeVar, get_args
 
 import httpx
 
 from consumer.engine.chat import ChatEndpoint, ChatFailed
-from consumer.engine.models import Candidate, MemoryRecord, MergeSource
-from consumer.engine.normalize import content_hash, normalize_content
+from consumer.engine.models import Candidate, FoldedText, MemoryRecord, MergeSource
+from consumer.engine.normalize import content_hash, memory_id_for, normalize_content
 from schemas.events import MAX_CONTENT_CHARS, MAX_ENTITIES, MAX_TOPICS, MergePolicy
 
 if TYPE_CHECKING:
@@ -50,6 +59,19 @@ DEFAULT_MERGE_POLICY: Final[MergePolicyName] = "keep_existing"
 COMBINE_SEPARATOR: Final = "; "
 # Entries kept per lineage list (merged_event_ids, merged_from, supersedes).
 LINEAGE_LIMIT: Final = 100
+# `folded_texts` keeps its latest 20 entries, and of those no more than fit in
+# 8192 characters of text (the oldest dropped first; the newest entry is kept
+# whatever its length). Texts weigh far more than the ids of the other lineage
+# lists, and every merge writes the memory again (shard, changelog and the decision
+# event that carries it): this keeps a memory's folded texts to 8192 characters, or
+# to one text when that is longer (an event's raw text: at most 4 x 8192), some
+# 128 KB of UTF-8 at worst, so each merge costs about the same and no memory nears
+# Kafka's 1 MB record. Older texts stay in the decision events (and reversal
+# bases) of the merges that folded them.
+FOLDED_TEXTS_LIMIT: Final = 20
+FOLDED_CHARS_LIMIT: Final = 8192
+# Folded texts up to this length have their hashes cached (see `text_hash`).
+CACHED_TEXT_CHARS: Final = 1024
 
 
 class MergeFailed(Exception):
@@ -165,6 +187,7 @@ def fold(
     """`target` with `candidate` folded in; with `text`, that text replaces its own."""
     event = candidate.event
     source = MergeSource(event.event_id, candidate.memory_id)
+    own_text = [FoldedText(event.event_id, event.content.strip())]
     merged = replace(
         target,
         importance=max(target.importance, event.importance),
@@ -181,18 +204,89 @@ def fold(
         last_seen_at=now,
         updated_at=now,
     )
-    if text is None:
-        return merged
-    new_hash = content_hash(text.normalized)
-    if new_hash == target.content_hash:
+    if text is None or (new_hash := content_hash(text.normalized)) == target.content_hash:
+        merged.folded_texts = keep_folded(target.folded_texts, own_text, target.content_hash)
         return merged
     return replace(
         merged,
         content=text.content,
         content_hash=new_hash,
         supersedes=latest(union(target.supersedes, [target.content_hash])),
+        folded_texts=keep_folded(target.folded_texts, [replaced_text(target), *own_text], new_hash),
         vector=text.vector if text.vector is not None else target.vector,
     )
+
+
+def replaced_text(memory: MemoryRecord) -> FoldedText:
+    """The memory's current text, as `folded_texts` records it once a merge replaces it."""
+    return FoldedText(text_event_id(memory), memory.content)
+
+
+def text_event_id(memory: MemoryRecord) -> str:
+    """The event whose text the memory holds: its first event until a merge replaced
+    the text, then the merged event whose own text it is; for a text a merge wrote
+    (combined, synthesized), the latest merged event (the one that wrote it, unless
+    a later merge kept it)."""
+    if not memory.supersedes:
+        return memory.origin_event_id
+    own_id = memory_id_for(memory.tenant_id, memory.namespace, memory.content_hash)
+    if own_id == memory.memory_id:
+        return memory.origin_event_id
+    for source in reversed(memory.merged_from):
+        if source.memory_id == own_id:
+            return source.event_id
+    return memory.merged_from[-1].event_id if memory.merged_from else memory.origin_event_id
+
+
+def keep_folded(
+    folded: Sequence[FoldedText], added: Iterable[FoldedText], current_hash: str
+) -> list[FoldedText]:
+    """`folded` with `added` appended: without the memory's current text (hash
+    `current_hash`), each text once (its first entry stays), then bounded."""
+    seen = {current_hash}
+    kept: list[FoldedText] = []
+    for entry in (*folded, *added):
+        key = text_hash(entry.content)
+        if key not in seen:
+            seen.add(key)
+            kept.append(entry)
+    return bounded_texts(kept)
+
+
+def unfold(folded: Sequence[FoldedText], event_id: str, *hashes: str) -> list[FoldedText]:
+    """`folded` without the entries of `event_id` and without the texts `hashes`."""
+    dropped = set(hashes)
+    return [
+        entry
+        for entry in folded
+        if entry.event_id != event_id and text_hash(entry.content) not in dropped
+    ]
+
+
+def bounded_texts(folded: list[FoldedText]) -> list[FoldedText]:
+    """The latest `FOLDED_TEXTS_LIMIT` entries within `FOLDED_CHARS_LIMIT`
+    characters, the oldest dropped first; the newest entry stays."""
+    kept = folded[-FOLDED_TEXTS_LIMIT:]
+    chars = sum(len(entry.content) for entry in kept)
+    start = 0
+    while chars > FOLDED_CHARS_LIMIT and start < len(kept) - 1:
+        chars -= len(kept[start].content)
+        start += 1
+    return kept[start:]
+
+
+def text_hash(content: str) -> str:
+    """The content hash of a folded text. A memory's texts are hashed again at each
+    merge into it: short ones (most) are cached, long ones not, to bound the cache
+    to a few MB."""
+    if len(content) > CACHED_TEXT_CHARS:
+        return content_hash(normalize_content(content))
+    return _short_text_hash(content)
+
+
+@lru_cache(maxsize=4096)
+def _short_text_hash(content: str) -> str:
+    return content_hash(normalize_content(content))
 
 
 def seen_again(target: MemoryRecord, now: datetime) -> MemoryRecord:

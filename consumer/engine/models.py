@@ -46,6 +46,10 @@ class MemoryRecord:
     # replaced (the id stays derived from the first text's hash).
     merged_from: list[MergeSource] = field(default_factory=list)
     supersedes: list[str] = field(default_factory=list)
+    # Texts folded into this memory that it does not hold as its text: each merged
+    # event's own text, and each text a merge replaced (newest last, bounded; see
+    # consumer.engine.merge). A false merge loses no text.
+    folded_texts: list[FoldedText] = field(default_factory=list)
     # How often the fact was seen (accepted once, then each merge or skip into it).
     seen_count: int = 1
     # None only on records built before lineage existed; the codec fills them in.
@@ -75,6 +79,7 @@ class MemoryRecord:
             vector=self.vector,
             merged_from=self.merged_from,
             supersedes=self.supersedes,
+            folded_texts=self.folded_texts,
             seen_count=self.seen_count,
             first_seen_at=self.first_seen_at,
             last_seen_at=self.last_seen_at,
@@ -87,6 +92,16 @@ class MergeSource:
 
     event_id: str
     memory_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class FoldedText:
+    """A text a memory took in without keeping it as its text, and the event whose
+    text it is (for a text a merge wrote, combined or synthesized: that merge's
+    event)."""
+
+    event_id: str
+    content: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,14 +19,17 @@ Which pairs (`consumer.quality.pairs`: `split` is fixed by the pair's group):
 Rules (thresholds on a 0.01 grid, 0.50..1.00):
 
 - merge_threshold: the lowest grid value from which precision stays >= P at
-  every higher grid value that predicts anything. Recall only falls as the
-  threshold rises, so this is the highest recall with precision >= P, ignoring
-  a lucky threshold whose precision dips again just above it.
+  every higher grid value that merges anything besides exact repeats (they are
+  merged at any threshold, so they speak neither for nor against a band).
+  Recall only falls as the threshold rises, so this is the highest recall with
+  precision >= P, ignoring a lucky threshold whose precision dips again just
+  above it.
 - Refusal: when no grid value below 1.00 qualifies, the group is not calibrated.
   1.00 is not a merge band but semantic merges switched off (only repeats whose
   embeddings are identical); proposing it, or the bottom of the grid, as "the
-  threshold for P" would be a number no one can apply. The reason names the best
-  precision reachable (threshold, recall); the group keeps its configured bands.
+  threshold for P" would give a number no one can apply. The reason names the
+  best precision a band reaches (threshold, recall), and says when only
+  semantic merges off would reach P; the group keeps its configured bands.
   Also refused: calibration pairs with no distinct pair (precision cannot fail,
   so it proves nothing) or no duplicate.
 - duplicate_threshold: the same rule with precision >= max(P, 0.99), never below
@@ -76,6 +79,7 @@ __all__ = [
     "refusal_reason",
     "render_calibration",
     "sweep",
+    "usable",
     "yaml_snippet",
 ]
 
@@ -141,6 +145,14 @@ def pair_facts(
 class CurvePoint:
     threshold: float
     confusion: Confusion
+    # Pairs predicted duplicate other than exact repeats (None: not counted, taken as
+    # all predicted). Without any, precision at this point says nothing about the band.
+    semantic: int | None = None
+
+    @property
+    def merges_semantic(self) -> bool:
+        count = self.confusion.predicted if self.semantic is None else self.semantic
+        return count > 0
 
 
 def confusion_at(facts: Sequence[PairFacts], threshold: float) -> Confusion:
@@ -151,20 +163,29 @@ def confusion_at(facts: Sequence[PairFacts], threshold: float) -> Confusion:
 
 
 def sweep(facts: Sequence[PairFacts], grid: Sequence[float] = GRID) -> list[CurvePoint]:
-    return [CurvePoint(t, confusion_at(facts, t)) for t in sorted(grid)]
+    return [
+        CurvePoint(
+            t,
+            confusion_at(facts, t),
+            sum(1 for f in facts if f.predicted(t) and not f.exact),
+        )
+        for t in sorted(grid)
+    ]
 
 
 def choose_threshold(
     curve: Sequence[CurvePoint], target: float, *, floor: float = 0.0
 ) -> CurvePoint | None:
     """The lowest point at or above `floor` from which precision stays >= `target` at
-    every higher point that predicts anything; None if the highest such point fails."""
+    every higher point that merges anything besides exact repeats (those are merged
+    at any threshold: they speak neither for nor against a band); None if the
+    highest such point fails."""
     found: CurvePoint | None = None
     for point in sorted(curve, key=lambda p: p.threshold, reverse=True):
         if point.threshold < floor:
             break
         precision = point.confusion.precision
-        if precision is None:
+        if precision is None or not point.merges_semantic:
             continue
         if precision < target:
             break
@@ -172,39 +193,54 @@ def choose_threshold(
     return found
 
 
+def usable(point: CurvePoint | None) -> bool:
+    """A chosen point that is a merge band: below 1.00, which is semantic merges off."""
+    return point is not None and point.threshold < 1.0
+
+
 def _f(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
 def refusal_reason(curve: Sequence[CurvePoint], target: float) -> str:
-    """Why no merge threshold below 1.00 holds precision >= `target` on `curve`:
-    the best precision reachable, at which threshold and recall."""
-    below = [p for p in curve if p.threshold < 1.0 and p.confusion.precision is not None]
-    top = next((p for p in curve if p.threshold >= 1.0), None)
-    if not below:
-        reason = f"target {target:g} not reachable: no pair at or above {GRID[0]:.2f} is merged"
+    """Why no merge band holds precision >= `target` on `curve` (`usable` fails for
+    `choose_threshold`): the best precision a band reaches, at which threshold and
+    recall."""
+    bands = [
+        p
+        for p in curve
+        if p.threshold < 1.0 and p.confusion.precision is not None and p.merges_semantic
+    ]
+    if not bands:
+        reason = (
+            f"target {target:g} not reachable: no pair but exact repeats is merged "
+            f"at or above {GRID[0]:.2f}"
+        )
     else:
-        best = max(below, key=lambda p: (p.confusion.precision or 0.0, -p.threshold))
+        best = max(bands, key=lambda p: (p.confusion.precision or 0.0, -p.threshold))
         precision = best.confusion.precision or 0.0
         where = f"{precision:.3f} at {best.threshold:.2f} (recall {_f(best.confusion.recall)})"
-        if precision < target:
+        dip = max(
+            (
+                p
+                for p in curve
+                if p.threshold > best.threshold
+                and p.merges_semantic
+                and p.confusion.precision is not None
+                and p.confusion.precision < target
+            ),
+            key=lambda p: p.threshold,
+            default=None,
+        )
+        if precision < target or dip is None:
             reason = f"target {target:g} not reachable: best precision {where}"
         else:
-            dip = max(
-                (
-                    p
-                    for p in curve
-                    if p.threshold > best.threshold
-                    and p.confusion.precision is not None
-                    and p.confusion.precision < target
-                ),
-                key=lambda p: p.threshold,
-            )
             reason = (
                 f"target {target:g} not held: precision {where}, but "
                 f"{_f(dip.confusion.precision)} at {dip.threshold:.2f} above it"
             )
-    if top is not None and (top.confusion.precision or 0.0) >= target:
+    top = max(curve, key=lambda p: p.threshold, default=None)
+    if top is not None and top.threshold >= 1.0 and (top.confusion.precision or 0.0) >= target:
         reason += (
             f"; only 1.00 reaches it, i.e. semantic merges off (recall {_f(top.confusion.recall)})"
         )
@@ -287,7 +323,7 @@ def _calibrate_group(
         )
     elif not any(f.duplicate for f in facts):
         refused = f"no duplicate pair among the {len(facts)} calibration pairs"
-    elif merge is None or merge.threshold >= 1.0:
+    elif not usable(merge):
         refused = refusal_reason(curve, target)
     skip_safe = choose_threshold(curve, skip_target)
     if refused is not None:
@@ -318,6 +354,10 @@ def _calibrate_group(
         )
     figures = None
     if test is not None:
+        if not test:
+            notes.append("no test pairs: nothing to check the thresholds on")
+        elif len(test) < MIN_NAMESPACE_PAIRS:
+            notes.append(f"only {len(test)} test pairs: its test figures say little")
         figures = TestFigures(
             pairs=len(test),
             configured=confusion_at(test, current.merge_threshold),

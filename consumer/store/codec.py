@@ -16,7 +16,7 @@ from typing import Any, Final
 import numpy as np
 from pydantic_core import from_json, to_json
 
-from consumer.engine.models import DecisionRecord, MemoryRecord, MergeSource
+from consumer.engine.models import DecisionRecord, FoldedText, MemoryRecord, MergeSource
 from consumer.engine.normalize import uuid5_text
 from schemas import Decision
 
@@ -73,6 +73,9 @@ def memory_payload(memory: MemoryRecord) -> dict[str, Any]:
             {"event_id": s.event_id, "memory_id": s.memory_id} for s in memory.merged_from
         ],
         "supersedes": list(memory.supersedes),
+        "folded_texts": [
+            {"event_id": t.event_id, "content": t.content} for t in memory.folded_texts
+        ],
         **seen_fields(memory),
     }
 
@@ -117,6 +120,11 @@ def memory_from_payload(
             for s in payload.get("merged_from", [])
         ],
         supersedes=list(payload.get("supersedes", [])),
+        # Payloads stored before folded texts were kept: none.
+        folded_texts=[
+            FoldedText(str(t["event_id"]), str(t["content"]))
+            for t in payload.get("folded_texts", [])
+        ],
         seen_count=int(payload.get("seen_count", 1 + len(merged_event_ids))),
         first_seen_at=datetime.fromisoformat(first_seen) if first_seen else created_at,
         last_seen_at=datetime.fromisoformat(last_seen) if last_seen else updated_at,

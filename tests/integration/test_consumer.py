@@ -86,6 +86,10 @@ async def test_decisions_for_each_tier_and_scope(
         assert merged["memory"]["importance"] == 0.9
         assert merged["memory"]["topics"] == ["health"]
         assert merged["memory"]["merged_event_ids"] == ["e6"]
+        # The memory keeps its text and the folded event's text.
+        assert merged["memory"]["folded_texts"] == [
+            {"event_id": "e6", "content": "The user has a peanut allergy"}
+        ]
 
         for distinct in ("e7", "e8", "e9"):
             body = only(decisions, distinct)

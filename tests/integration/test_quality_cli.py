@@ -95,3 +95,104 @@ def test_bad_pairs_file_exits_2_naming_the_line(tmp_path: Path) -> None:
     )
     assert missing.returncode == 2
     assert "no such file" in missing.stderr
+
+
+# A distinct pair nothing can keep apart: the texts differ only in case ("Polish", the
+# language; "polish", for nails), which normalisation folds, so the exact check skips
+# it at every threshold and no band reaches precision 1.0.
+CAPITONYM = {
+    "existing": "User is taking a Polish class on Tuesday evenings.",
+    "new": "User is taking a polish class on Tuesday evenings.",
+    "label": "distinct",
+    "namespace": "preferences",
+    "category": "capitonym",
+}
+
+
+def write_split_file(path: Path) -> dict[str, int]:
+    """A few groups of bench/pairs/memory/life.jsonl and the capitonym pair, each
+    split assigned afresh from its group (tools/split_pairs.py's rule); returns pairs
+    per split."""
+    from consumer.quality.pairs import split_of
+
+    rows = [
+        json.loads(line)
+        for line in (REPO / "bench/pairs/memory/life.jsonl").read_text("utf-8").splitlines()
+        if line.strip()
+    ]
+    groups = sorted({row["group"] for row in rows})
+    chosen: set[str] = set()
+    for split, count in (("train", 6), ("dev", 3), ("test", 5)):
+        chosen.update([g for g in groups if split_of(g) == split][:count])
+    hard_group = next(f"hard-{i}" for i in range(100) if split_of(f"hard-{i}") == "train")
+    rows = [row for row in rows if row["group"] in chosen] + [{**CAPITONYM, "group": hard_group}]
+    counts = {"train": 0, "dev": 0, "test": 0}
+    for row in rows:
+        row["split"] = split_of(row["group"])
+        counts[row["split"]] += 1
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return counts
+
+
+def test_calibrate_split_file_reports_test_figures_and_refuses_an_unreachable_target(
+    tmp_path: Path,
+) -> None:
+    pairs = tmp_path / "split.jsonl"
+    counts = write_split_file(pairs)
+    assert counts["test"] >= 20
+    data = tmp_path / "data"
+    calibration_pairs = counts["train"] + counts["dev"]
+
+    result = run_cli("calibrate", str(pairs), "--target-precision", "0.5", "--json", data_dir=data)
+    assert result.returncode == 0, result.stderr[-3000:]
+    document = json.loads(result.stdout)
+    assert document["calibrated_on"] == "train+dev"
+    assert document["pairs"] == {
+        "calibration": calibration_pairs,
+        "test": counts["test"],
+        "left_out": 0,
+    }
+    overall = document["groups"]["(all)"]
+    assert overall["refused"] is None
+    assert overall["proposed"]["metrics"]["n"] == calibration_pairs
+    test = overall["test"]
+    assert test["pairs"] == counts["test"]
+    for key in ("configured", "proposed"):
+        figures = test[key]
+        assert figures["n"] == counts["test"]
+        for name in ("precision", "recall", "f1", "false_merge_rate"):
+            assert figures[name] is None or 0.0 <= figures[name] <= 1.0
+    assert (
+        sum(g["test"]["pairs"] for n, g in document["groups"].items() if n != "(all)")
+        == (counts["test"])
+    )
+
+    text = run_cli("calibrate", str(pairs), "--target-precision", "0.5", data_dir=data)
+    assert text.returncode == 0, text.stderr[-3000:]
+    assert (
+        f"calibrated on: train+dev ({calibration_pairs} pairs); "
+        f"test: {counts['test']} held-out pairs" in text.stdout
+    )
+    assert "P / R / F1 / FMR proposed, test" in text.stdout
+
+    refused = run_cli("calibrate", str(pairs), "--target-precision", "1.0", data_dir=data)
+    assert refused.returncode == 3, refused.stderr[-3000:]
+    assert "memdedup calibrate: default bands not calibrated: target 1 not reachable" in (
+        refused.stderr
+    )
+    assert "# default bands NOT calibrated, kept as configured: target 1 not" in refused.stdout
+    assert "  duplicate_threshold: 0.96  # unchanged" in refused.stdout
+    assert "  merge_threshold: 0.77  # unchanged" in refused.stdout
+
+
+def test_calibrate_without_splits_says_the_figures_are_in_sample(tmp_path: Path) -> None:
+    result = run_cli(
+        "calibrate", PAIRS, "--target-precision", "0.97", "--json", data_dir=tmp_path / "data"
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    document = json.loads(result.stdout)
+    assert document["calibrated_on"] == "all (in-sample)"
+    assert document["in_sample"] is True
+    assert "tools/split_pairs.py" in document["advice"]
+    assert all(g["test"] is None for g in document["groups"].values())
+    assert "in-sample" in document["yaml"].splitlines()[0]

@@ -102,6 +102,10 @@ async def test_reversing_a_merge_separates_the_memories(
         "merged",
         2,
     )
+    # The merged memory keeps the folded text.
+    assert merged["memory"]["folded_texts"] == [
+        {"event_id": "e2", "content": "User enjoys green tea"}
+    ]
 
     outputs = await harness.send(command("c1", review(merged, "reverse")))
     assert [topic for topic, _ in outputs] == [TOPICS.reversed, TOPICS.command_results]
@@ -115,6 +119,7 @@ async def test_reversing_a_merge_separates_the_memories(
     assert reversal.target_memory.memory_id == accepted["memory_id"]
     assert reversal.target_memory.seen_count == 1
     assert reversal.target_memory.merged_event_ids == []
+    assert reversal.target_memory.folded_texts == []
     assert reversal.target_text_restored is True
 
     stored = await store.get_memories(
@@ -123,6 +128,7 @@ async def test_reversing_a_merge_separates_the_memories(
     assert stored[memory_id("User enjoys green tea")].content == "User enjoys green tea"
     assert stored[memory_id("User enjoys green tea")].vector is not None
     assert stored[accepted["memory_id"]].seen_count == 1
+    assert stored[accepted["memory_id"]].folded_texts == []
 
     # A redelivered command re-emits the same records and changes nothing.
     again = await harness.send(command("c1", review(merged, "reverse")))
@@ -135,6 +141,48 @@ async def test_reversing_a_merge_separates_the_memories(
     [(_, repeat)] = await harness.send(event_dict(event_id="e3", content="user enjoys green tea!"))
     assert (repeat["decision"], repeat["reason"]) == ("skipped", "exact")
     assert repeat["memory_id"] == memory_id("User enjoys green tea")
+
+
+async def test_reversing_a_merge_whose_text_was_replaced_since_keeps_the_other_texts(
+    make_engine: EngineFactory, store: EdgeMemoryStore, embedder: FakeEmbedder
+) -> None:
+    """replace_with_newer: A, then B merged (text B), then C merged (text C). Reversing
+    B's merge leaves C as the text and takes B out of the folded texts; A stays."""
+    from consumer.engine.thresholds import Bands, ThresholdPolicy
+
+    a, b, c = "User likes green tea", "User enjoys green tea", "User drinks green tea"
+    embedder.set(a, base_vector())
+    b_vector = unit_vector(0.85, 1)
+    embedder.set(b, b_vector)
+    c_vector = 0.85 * b_vector
+    c_vector[3] = (1 - 0.85**2) ** 0.5  # 0.85 with B (the memory's vector once B is its text)
+    embedder.set(c, c_vector)
+    bands = Bands(duplicate_threshold=0.90, merge_threshold=0.80, merge_policy="replace_with_newer")
+    harness = Harness(
+        make_engine(policy=ThresholdPolicy(default=bands), guards=False),
+        store,
+        embedder,
+        FakePublisher(),
+    )
+    [(_, accepted)] = await harness.send(event_dict(event_id="e1", content=a))
+    [(_, merged_b)] = await harness.send(event_dict(event_id="e2", content=b))
+    [(_, merged_c)] = await harness.send(event_dict(event_id="e3", content=c))
+    assert (merged_b["decision"], merged_c["decision"]) == ("merged", "merged")
+    assert merged_c["memory"]["content"] == c
+    assert merged_c["memory"]["folded_texts"] == [
+        {"event_id": "e1", "content": a},
+        {"event_id": "e2", "content": b},
+    ]
+
+    outputs = await harness.send(command("c1", review(merged_b, "reverse")))
+    reversal = MemoryReversed.model_validate(outputs[0][1])
+    assert reversal.target_text_restored is False
+    assert reversal.target_memory is not None
+    assert reversal.target_memory.content == c
+    assert [(t.event_id, t.content) for t in reversal.target_memory.folded_texts] == [("e1", a)]
+    assert reversal.restored_memory.content == b
+    target = (await store.get_memories(0, [accepted["memory_id"]]))[accepted["memory_id"]]
+    assert [(t.event_id, t.content) for t in target.folded_texts] == [("e1", a)]
 
 
 async def test_reversing_a_semantic_skip_gives_back_the_count(harness: Harness) -> None:
@@ -158,7 +206,8 @@ async def test_reviews_that_cannot_apply_are_rejected_with_a_reason(harness: Har
     assert "nothing to reverse" in r1["detail"]
     [(_, r2)] = await harness.send(command("c2", review(exact, "reverse")))
     assert r2["status"] == "rejected"
-    assert "exact skipped cannot be reversed" in r2["detail"]
+    assert "this decision skipped the event as an exact repeat" in r2["detail"]
+    assert "only semantic skips and merges can be reversed" in r2["detail"]
     unknown = {**review(accepted, "confirm"), "event_id": "nope"}
     [(_, r3)] = await harness.send(command("c3", unknown))
     assert r3["status"] == "rejected"
@@ -231,6 +280,11 @@ async def test_compaction_folds_members_into_the_keeper_and_redirects_their_ids(
     assert keeper["seen_count"] == 3
     assert keeper["topics"] == ["t0", "t1", "t2"]
     assert [s["event_id"] for s in keeper["merged_from"]] == ["e1", "e2"]
+    # The keeper keeps the members' texts.
+    assert keeper["folded_texts"] == [
+        {"event_id": "e1", "content": texts[1]},
+        {"event_id": "e2", "content": texts[2]},
+    ]
     assert await store.count_memories(0) == 1
     # A member's id now leads to the keeper; an exact repeat is skipped into it.
     found = await store.get_memories(0, [memory_id(texts[2])])
@@ -245,6 +299,32 @@ async def test_compaction_folds_members_into_the_keeper_and_redirects_their_ids(
     assert stale["status"] == "rejected"
     assert "changed or was removed" in stale["detail"]
     assert await store.count_memories(0) == 1
+
+
+async def test_compaction_keeps_the_texts_folded_into_the_members(
+    make_engine: EngineFactory, store: EdgeMemoryStore, embedder: FakeEmbedder
+) -> None:
+    keeper_text, member_text, merged_text = (
+        "User owns a grey cat",
+        "User likes green tea",
+        "User enjoys green tea",
+    )
+    embedder.set(member_text, base_vector())
+    embedder.set(merged_text, unit_vector(0.85, 1))  # merged into the member
+    harness = Harness(make_engine(), store, embedder, FakePublisher())
+    await harness.send(event_dict(event_id="k1", content=keeper_text))
+    await harness.send(event_dict(event_id="m1", content=member_text))
+    [(_, merged)] = await harness.send(event_dict(event_id="m2", content=merged_text))
+    assert merged["decision"] == "merged"
+    outputs = await harness.send(command("c1", compact(keeper_text, [(member_text, "merged")])))
+    keeper = MemoryDecisionEvent.model_validate(outputs[0][1]).memory
+    assert keeper.content == keeper_text
+    assert [(t.event_id, t.content) for t in keeper.folded_texts] == [
+        ("m2", merged_text),
+        ("m1", member_text),
+    ]
+    stored = (await store.get_memories(0, [memory_id(keeper_text)]))[memory_id(keeper_text)]
+    assert [t.content for t in stored.folded_texts] == [merged_text, member_text]
 
 
 async def test_compaction_keeps_the_latest_lineage_only(
@@ -440,6 +520,11 @@ async def test_compaction_applies_the_namespace_merge_policy(
         assert decision.memory.supersedes == [
             content_hash(normalize_content("User likes green tea"))
         ]
+    # Every text but the kept one is among the folded texts.
+    folded = {t.content: t.event_id for t in decision.memory.folded_texts}
+    expected_folded = {"User likes green tea": "e1", "User loves green tea": "e2"}
+    expected_folded.pop(expected_text, None)
+    assert folded == expected_folded
     stored = (await store.get_memories(0, [memory_id("User likes green tea")]))[
         memory_id("User likes green tea")
     ]

@@ -15,6 +15,8 @@ from consumer.app import threshold_policy
 from consumer.engine import merge
 from consumer.engine.dedup import DedupEngine
 from consumer.engine.merge import (
+    FOLDED_CHARS_LIMIT,
+    FOLDED_TEXTS_LIMIT,
     LINEAGE_LIMIT,
     HttpMerger,
     MergeFailed,
@@ -22,8 +24,10 @@ from consumer.engine.merge import (
     TextChoice,
     build_merger,
     fold,
+    seen_again,
+    text_event_id,
 )
-from consumer.engine.models import Candidate, MemoryRecord, MergeSource, Outcome
+from consumer.engine.models import Candidate, FoldedText, MemoryRecord, MergeSource, Outcome
 from consumer.engine.normalize import content_hash, normalize_content
 from consumer.engine.thresholds import Bands, ThresholdPolicy
 from consumer.pipeline import build_decision_event
@@ -107,9 +111,12 @@ async def test_keep_existing_keeps_text_and_records_lineage(
     assert memory.merged_event_ids == ["e2"]
     assert memory.merged_from == [MergeSource("e2", second.memory_id)]
     assert memory.supersedes == []
+    assert memory.folded_texts == [FoldedText("e2", CLOSE)]
     assert memory.seen_count == 2
     reloaded = await stored(store, memory.memory_id)
     assert reloaded.merged_from == memory.merged_from
+    assert reloaded.folded_texts == memory.folded_texts
+    assert build_decision_event(merged, "m").memory.folded_texts[0].content == CLOSE
     assert reloaded.seen_count == 2
     assert reloaded.vector is not None
 
@@ -131,6 +138,8 @@ async def test_replace_with_newer_keeps_id_and_stores_new_text_and_hash(
     assert memory.content == CLOSE + "."
     assert memory.content_hash == newer.content_hash
     assert memory.supersedes == [first.memory.content_hash]
+    # The replaced text is kept; the new one is the memory's text, not a folded one.
+    assert memory.folded_texts == [FoldedText("e1", BASE)]
     assert memory.vector is not None
     assert float(np.dot(memory.vector, unit_vector(0.85, axis=2))) == pytest.approx(1.0, abs=1e-5)
     reloaded = await stored(store, memory.memory_id)
@@ -195,6 +204,11 @@ async def test_keep_higher_importance(
     assert memory.topics == ["a", "b"]
     assert memory.last_seen_at == FIXED_NOW
     assert memory.supersedes == ([] if expected == BASE else [first.memory.content_hash])
+    # Whatever text is kept, neither text is lost.
+    assert memory.folded_texts == {
+        CLOSE: [FoldedText("e1", BASE)],
+        BASE: [FoldedText("e2", CLOSE)],
+    }.get(expected, [FoldedText("e1", BASE), FoldedText("e2", CLOSE)])
     if expected.startswith(f"{BASE};"):
         # The combined text was embedded: its vector is its own.
         assert normalize_content(expected) in vectors.texts_embedded
@@ -242,6 +256,7 @@ async def test_synthesize_uses_the_merger_text_and_embeds_it(
     assert merged.merge_fallback is None
     assert merged.memory.content == merger.result
     assert merged.memory.supersedes == [first.memory.content_hash]
+    assert merged.memory.folded_texts == [FoldedText("e1", BASE), FoldedText("e2", CLOSE)]
     assert normalize_content(merger.result or "") in vectors.texts_embedded
 
 
@@ -279,6 +294,8 @@ async def test_skips_bump_seen_count_of_the_matched_memory(
     assert memory.seen_count == 4
     assert memory.content == BASE
     assert memory.merged_event_ids == []
+    # A skip's text is word for word the memory's: no text is recorded.
+    assert memory.folded_texts == []
     # recent: a repeat of a merged text whose hash has no point of its own
     [merged] = await run(store, engine, cand("e5", CLOSE, 4))
     assert merged.memory.seen_count == 5
@@ -312,9 +329,20 @@ def test_payloads_without_lineage_still_load() -> None:
     assert memory.seen_count == 3
     assert memory.merged_from == []
     assert memory.supersedes == []
+    assert memory.folded_texts == []
     assert memory.first_seen_at == memory.last_seen_at == FIXED_NOW
     round_trip = codec.memory_from_payload("m", codec.memory_payload(memory), [1.0])
     assert round_trip == memory
+
+
+def test_folded_texts_round_trip_through_the_payload() -> None:
+    memory = fold(base_memory(), make_candidate(event_id="e1", content=f" {CLOSE} "), FIXED_NOW)
+    payload = codec.memory_payload(memory)
+    assert payload["folded_texts"] == [{"event_id": "e1", "content": CLOSE}]
+    point = codec.memory_point(memory, 4)
+    again = codec.RawPoint.from_bytes(point.to_bytes())
+    loaded = codec.memory_from_payload(memory.memory_id, again.payload, memory.vector)
+    assert loaded.folded_texts == [FoldedText("e1", CLOSE)]
 
 
 # Settings -------------------------------------------------------------------------------
@@ -534,3 +562,88 @@ async def test_a_memory_merged_past_the_limit_is_stored_with_its_latest_lineage(
     assert memory.seen_count == 5
     event = build_decision_event(merged, "model")
     assert event.memory.merged_event_ids == ["e3", "e5"]
+
+
+# folded texts -------------------------------------------------------------------------
+
+
+def replacing(candidate: Candidate) -> TextChoice:
+    return TextChoice(candidate.event.content, candidate.normalized, None)
+
+
+def test_every_merge_keeps_the_folded_text_once_and_never_the_memory_text() -> None:
+    memory = base_memory()
+    memory = fold(memory, make_candidate(event_id="e1", content=CLOSE), FIXED_NOW)
+    # The same text again (differently written), and the memory's own text: kept once.
+    memory = fold(memory, make_candidate(event_id="e2", content=CLOSE.upper() + "!"), FIXED_NOW)
+    memory = fold(memory, make_candidate(event_id="e3", content=BASE.lower()), FIXED_NOW)
+    memory = fold(memory, make_candidate(event_id="e4", content=CLOSE_2), FIXED_NOW)
+    assert memory.content == BASE
+    assert memory.folded_texts == [FoldedText("e1", CLOSE), FoldedText("e4", CLOSE_2)]
+    assert memory.merged_event_ids == ["e1", "e2", "e3", "e4"]
+
+
+def test_a_text_a_merge_replaces_is_kept_with_the_event_it_came_from() -> None:
+    memory = base_memory()
+    first, second = (
+        make_candidate(event_id="e1", content=CLOSE),
+        make_candidate(event_id="e2", content=CLOSE_2),
+    )
+    memory = fold(memory, first, FIXED_NOW, replacing(first))
+    assert memory.folded_texts == [FoldedText("e0", BASE)]
+    assert text_event_id(memory) == "e1"
+    memory = fold(memory, second, FIXED_NOW, replacing(second))
+    assert memory.content == CLOSE_2
+    assert memory.folded_texts == [FoldedText("e0", BASE), FoldedText("e1", CLOSE)]
+    # Back to the first text: it is the memory's text again, no longer a folded one.
+    back = make_candidate(event_id="e3", content=BASE)
+    memory = fold(memory, back, FIXED_NOW, replacing(back))
+    assert memory.content == BASE
+    assert text_event_id(memory) == "e0"
+    assert memory.folded_texts == [FoldedText("e1", CLOSE), FoldedText("e2", CLOSE_2)]
+    # A text a merge wrote (combined, synthesized) is that merge's.
+    written = "The user prefers dark mode everywhere"
+    memory = fold(
+        memory,
+        make_candidate(event_id="e4", content=CLOSE_3),
+        FIXED_NOW,
+        TextChoice(written, normalize_content(written), None),
+    )
+    assert text_event_id(memory) == "e4"
+    assert memory.folded_texts[-2:] == [FoldedText("e0", BASE), FoldedText("e4", CLOSE_3)]
+
+
+def test_folded_texts_keep_the_latest_within_the_entry_limit() -> None:
+    merges = FOLDED_TEXTS_LIMIT + 7
+    memory = fold_many(
+        (make_candidate(event_id=f"e{n}", content=f"{CLOSE} {n}") for n in range(merges)),
+        base_memory(),
+    )
+    assert [t.event_id for t in memory.folded_texts] == [
+        f"e{n}" for n in range(merges - FOLDED_TEXTS_LIMIT, merges)
+    ]
+
+
+def test_folded_texts_keep_the_latest_within_the_character_budget() -> None:
+    size = 1000
+    texts = [f"{n:03d} " + "x" * (size - 4) for n in range(12)]
+    memory = fold_many(
+        (make_candidate(event_id=f"e{n}", content=text) for n, text in enumerate(texts)),
+        base_memory(),
+    )
+    fits = FOLDED_CHARS_LIMIT // size
+    assert [t.content for t in memory.folded_texts] == texts[-fits:]
+    assert sum(len(t.content) for t in memory.folded_texts) <= FOLDED_CHARS_LIMIT
+    # A text longer than the budget on its own is still kept (the newest always is).
+    # (Events are limited after normalisation: runs of spaces make a longer raw text.)
+    long_text = "   ".join(["y"] * (FOLDED_CHARS_LIMIT // 3))
+    assert len(long_text) > FOLDED_CHARS_LIMIT
+    memory = fold(memory, make_candidate(event_id="e99", content=long_text), FIXED_NOW)
+    assert memory.folded_texts == [FoldedText("e99", long_text)]
+
+
+def test_a_skip_records_no_text() -> None:
+    memory = fold(base_memory(), make_candidate(event_id="e1", content=CLOSE), FIXED_NOW)
+    seen = seen_again(memory, FIXED_NOW)
+    assert seen.folded_texts == [FoldedText("e1", CLOSE)]
+    assert seen.seen_count == memory.seen_count + 1

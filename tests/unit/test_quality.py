@@ -463,14 +463,17 @@ def test_calibrate_per_namespace_with_fallback_and_a_valid_snippet() -> None:
     json.dumps(calibration_json(result))
 
 
-def test_calibrate_turns_semantic_merges_off_when_no_threshold_qualifies() -> None:
+def test_calibrate_refuses_when_no_threshold_qualifies_and_keeps_the_bands() -> None:
+    # Was "semantic merges off (1.0)": a band no one asked for. Now a refusal with the
+    # reason, and the configured bands stay.
     pairs, sims = _synthetic(None, 10, 10, 0.90, 1.0)
     result = calibrate(pairs, sims, ThresholdPolicy(default=BANDS), target=0.97, guards=False)
     overall = result.overall
     assert overall.merge is None
-    assert overall.merge_threshold == 1.0
-    assert overall.duplicate_threshold == 1.0
-    assert any("semantic merges off" in note for note in overall.notes)
+    assert overall.refused == (
+        "target 0.97 not reachable: best precision 0.500 at 0.50 (recall 1.000)"
+    )
+    assert (overall.duplicate_threshold, overall.merge_threshold) == (0.96, 0.84)
     assert len(result.groups) == 1
 
 
