@@ -412,6 +412,7 @@ class DedupEngine:
         await self._embed_pending(partition, state)
         to_embed = self._needing_embedding(candidates, stored, cached)
         await self._embed_and_search(partition, to_embed, state, ahead)
+        await self._prime_alignment(candidates, state)
 
         for candidate in candidates:
             plan.outcomes.append(await self._decide_one(partition, candidate, cached, state))
@@ -706,6 +707,21 @@ class DedupEngine:
                 return match, decision, threshold, vetoes, alignment
             vetoes.append(GuardHit(veto, memory.memory_id, match.score))
         return None, Decision.ACCEPTED, None, vetoes, None
+
+    async def _prime_alignment(self, candidates: Sequence[Candidate], state: _BatchState) -> None:
+        """Parse, in one batch, the texts of every candidate whose stored neighbour
+        reaches a band, and those neighbours' texts: the pairs the alignment will
+        judge (a later in-batch match is parsed when it comes)."""
+        if self._aligner is None:
+            return
+        texts: list[str] = []
+        for candidate in candidates:
+            for found in state.neighbours.get(candidate.event.event_id, []):
+                if found.memory is None or found.score < self._full_matches_from:
+                    continue
+                texts += [found.memory.content, candidate.event.content]
+        if texts:
+            await asyncio.to_thread(self._aligner.prime, texts)
 
     async def _alignment(self, existing: str, new: str) -> Alignment | None:
         """The parse alignment of a band candidate, parsed in a worker thread."""

@@ -139,3 +139,17 @@ def test_spelling_variants() -> None:
 )
 def test_what_a_veto_says_changed(guard: GuardName, detail: str, kind: str | None) -> None:
     assert related_kind(GuardVeto(guard, detail)) == kind
+
+
+def test_prime_parses_the_uncached_texts_once_in_a_batch() -> None:
+    aligner = PairAligner(cache_size=3)
+    texts = ["User rows on Sundays.", "User rows on Mondays.", "User rows on Sundays."]
+    assert aligner.prime(texts) == 2
+    assert aligner.prime(texts) == 0
+    veto = aligner.check(texts[0], texts[1]).veto
+    assert veto is not None
+    assert veto.detail.startswith("value_change")
+    # Bounded: the least recently used parse goes first (texts[0], used before texts[1]).
+    assert aligner.prime(["User swims.", "User cycles."]) == 2
+    assert aligner.prime([texts[1]]) == 0
+    assert aligner.prime([texts[0]]) == 1
