@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Any, Final
@@ -361,10 +363,27 @@ def _role_change(matched: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
 
 
 def load_parser(model: str = SPACY_MODEL) -> Language:
-    import spacy
+    with _without_torch():
+        import spacy
 
-    # Entities are not used: without the recogniser a parse costs half as much.
-    return spacy.load(model, disable=["ner"])
+        # Entities are not used: without the recogniser a parse costs half as much.
+        return spacy.load(model, disable=["ner"])
+
+
+@contextmanager
+def _without_torch() -> Iterator[None]:
+    """spaCy's array library (thinc) imports torch when it can, for models that
+    need it; the small English pipeline does not, and torch costs a process
+    ~250 MB. Unless torch is loaded already (the torch embedding backend), hide
+    it while spaCy is imported: a None in sys.modules makes `import torch` fail."""
+    if "torch" in sys.modules:
+        yield
+        return
+    sys.modules["torch"] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        del sys.modules["torch"]
 
 
 _PIPE_BATCH: Final = 64

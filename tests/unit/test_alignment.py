@@ -5,6 +5,9 @@ Sentences here are written for these tests, not taken from the labelled pair set
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from consumer.engine.alignment import PairAligner, _abbreviates, _spelling_variant
@@ -153,3 +156,15 @@ def test_prime_parses_the_uncached_texts_once_in_a_batch() -> None:
     assert aligner.prime(["User swims.", "User cycles."]) == 2
     assert aligner.prime([texts[1]]) == 0
     assert aligner.prime([texts[0]]) == 1
+
+
+def test_loading_the_parser_does_not_load_torch() -> None:
+    # In a fresh interpreter: this test process may have imported torch already.
+    code = (
+        "import sys; from consumer.engine.alignment import PairAligner; "
+        "PairAligner().warm_up(); print('torch' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert result.stdout.strip() == "False"
