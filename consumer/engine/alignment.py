@@ -130,12 +130,33 @@ def _form(token: Token) -> str:
     return " ".join(t.text.lower() for t in sorted(parts, key=lambda t: t.i))
 
 
+def _frame_verb(token: Token) -> str:
+    """The frame verb `token` is ("plan", "want", "use" of "used to", ...), by
+    lemma or by the written form where the lemmatiser slips ("hopes" -> "hop");
+    "" when it is none."""
+    if token.pos_ not in {"VERB", "AUX"}:
+        return ""
+    lemma = token.lemma_.lower()
+    if lemma in _FRAME_VERBS:
+        return lemma
+    low = token.text.lower()
+    return next((f for f in sorted(_FRAME_VERBS) if low.startswith(f)), "")
+
+
+def _is_frame_verb(token: Token) -> bool:
+    return bool(_frame_verb(token))
+
+
+def _frames_a_clause(token: Token) -> bool:
+    return token.dep_ == "parataxis" or any(c.dep_ == "ccomp" for c in token.children)
+
+
 def _frame(token: Token) -> str:
     """A modal or frame verb that governs `token` ("used to live", "plans to
     visit", "would like", "can drive")."""
     head = token.head
-    if token.dep_ == "xcomp" and head.lemma_.lower() in _FRAME_VERBS:
-        return head.lemma_.lower()
+    if token.dep_ in {"xcomp", "ccomp"} and _is_frame_verb(head):
+        return _frame_verb(head)
     return ""
 
 
@@ -186,10 +207,13 @@ def _words(doc: Doc) -> AlignedText:
                 continue
             if token.pos_ == "ADV" and token.dep_ == "neg":
                 continue
-        if key in _FRAME_VERBS and any(c.dep_ == "xcomp" for c in token.children):
+        if _is_frame_verb(token) and any(c.dep_ in {"xcomp", "ccomp"} for c in token.children):
             continue  # a frame ("used to", "plans to") is judged through its verb
         verb = token.pos_ in {"VERB", "AUX"}
-        light = verb and key in _LIGHT_VERBS
+        # A verb that reports or frames the clause it governs ("says they like",
+        # "..., they mentioned") states no fact of its own: aligned, never unmatched.
+        framing = verb and not _is_frame_verb(token) and _frames_a_clause(token)
+        light = verb and (key in _LIGHT_VERBS or framing)
         words.append(
             Word(
                 index=token.i,

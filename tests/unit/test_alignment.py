@@ -52,6 +52,7 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ("User used to play the oboe.", "User plays the oboe.", "time_change"),
         ("User plans to learn Welsh.", "User learns Welsh.", "time_change"),
         ("User will move to Tallinn.", "User moves to Tallinn.", "time_change"),
+        ("User gets the grant.", "User hopes they get the grant.", "time_change"),
         # polarity
         ("User enjoys crossword puzzles.", "User does not enjoy crossword puzzles.", "negation"),
         # a copula's tense and frame, a verb's auxiliaries, time modifiers
@@ -83,6 +84,10 @@ def test_a_changed_fact_is_vetoed_with_its_kind(
         ("User's favorite colour is teal.", "User's favourite colour is teal."),
         ("User quit smoking in 2019.", "I quit smoking in 2019."),
         ("User's niece is 4 years old.", "User's niece is a 4-year-old."),
+        # a reporting frame states no fact of its own
+        ("User collects maps.", "The user says they collect maps."),
+        ("User collects maps, they mentioned.", "User says they collect maps."),
+        ("User plans to visit Rome.", "I plan to visit Rome."),
     ],
 )
 def test_the_same_fact_in_other_words_passes(aligner: PairAligner, existing: str, new: str) -> None:
