@@ -467,7 +467,12 @@ class PairAligner:
 
 
 def _stand_in(text: str) -> str:
-    return _STAND_IN_RE.sub(_STAND_IN, text.strip())
+    text = text.strip()
+    if text.isupper():
+        # The tagger reads capitals as names: SHOUTED text parses as a sentence
+        # once lowered (its case carries nothing the exact check keeps either).
+        text = text.lower().capitalize()
+    return _STAND_IN_RE.sub(_STAND_IN, text)
 
 
 async def load_aligner(enabled: bool, model: str = SPACY_MODEL) -> PairAligner | None:

@@ -84,6 +84,7 @@ def test_a_changed_fact_is_vetoed_with_its_kind(
         ("User's favorite colour is teal.", "User's favourite colour is teal."),
         ("User quit smoking in 2019.", "I quit smoking in 2019."),
         ("User's niece is 4 years old.", "User's niece is a 4-year-old."),
+        ("User wants to visit Lisbon.", "USER WANTS TO VISIT LISBON, THEY MENTIONED"),
         # a reporting frame states no fact of its own
         ("User collects maps.", "The user says they collect maps."),
         ("User collects maps, they mentioned.", "User says they collect maps."),
