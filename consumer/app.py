@@ -609,7 +609,7 @@ def add_readiness_checks(runtime: Runtime, broker: KafkaBroker) -> None:
     runtime.health.add_readiness_check("model", model_loaded)
 
     async def partitions_moving() -> bool:
-        return runtime.progress is None or not runtime.progress.stuck
+        return runtime.progress is None or not runtime.progress.refresh()
 
     runtime.health.add_readiness_check("store", store_reachable)
     runtime.health.add_readiness_check("progress", partitions_moving)

@@ -111,6 +111,12 @@ class PartitionProgress:
     def stuck(self) -> list[int]:
         return sorted(p for p in self._partitions if self.waiting_s(p) > self._stuck_after_s)
 
+    def refresh(self) -> list[int]:
+        """The stuck partitions now, with the gauges brought up to date (so
+        /metrics agrees with a /readyz that just failed on them)."""
+        self._publish()
+        return self.stuck
+
     def lag(self, partition: int) -> int:
         state = self._partitions.get(partition)
         return 0 if state is None else state.lag

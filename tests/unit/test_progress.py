@@ -117,3 +117,15 @@ async def test_a_poll_reads_committed_and_end_offsets_of_the_input_topic_only() 
     assert watched.lag(0) == 5
     # Nothing committed yet and nothing fetched: the lag is not known.
     assert watched.lag(1) == 0
+
+
+def test_a_readiness_check_brings_the_gauges_up_to_date() -> None:
+    clock = Clock()
+    metrics = ServiceMetrics()
+    watched = progress(clock, metrics)
+    watched.committed({0: 3})
+    watched.observe({0: 4})
+    clock.now += 11  # past the bound, before the next poll
+    assert gauge(metrics, "memdedup_stuck_partitions") == 0
+    assert watched.refresh() == [0]
+    assert gauge(metrics, "memdedup_stuck_partitions") == 1
