@@ -5,49 +5,12 @@ from __future__ import annotations
 
 import io
 import re
-from datetime import UTC, datetime
 
 import pytest
 
 from consumer.auditlog import LogEntry, _refusal, describe_decision, render_log
-from schemas import Decision, DecisionReason, MemoryDecisionEvent, ReviewAction, ReviewStatus
-
-NOW = datetime(2026, 1, 2, 12, 0, tzinfo=UTC)
-
-
-def decision(**changes: object) -> MemoryDecisionEvent:
-    document = {
-        "decision_id": "d-1",
-        "event_id": "e-1",
-        "tenant_id": "acme",
-        "namespace": "bio",
-        "decision": "merged",
-        "reason": "semantic",
-        "similarity": 0.87654,
-        "threshold": 0.77,
-        "memory_id": "m-1",
-        "memory_urn": "mem://acme/bio/m-1",
-        "memory": {
-            "memory_id": "m-1",
-            "content": "User is allergic to peanuts",
-            "content_hash": "a" * 64,
-            "importance": 0.5,
-            "topics": [],
-            "entities": [],
-            "merged_event_ids": ["e-1"],
-            "origin_event_id": "e-0",
-            "created_at": NOW.isoformat(),
-            "updated_at": NOW.isoformat(),
-        },
-        "checks": [],
-        "model": "m",
-        "decided_at": NOW.isoformat(),
-        "record": {"topic": "in", "partition": 0, "offset": 3},
-        "content_hash": "b" * 64,
-        **changes,
-    }
-    return MemoryDecisionEvent.model_validate(document)
-
+from schemas import Decision, DecisionReason, ReviewAction, ReviewStatus
+from tests.unit.test_auditlog import decision
 
 # "a" before a vowel sound, "an" before a consonant, and no "{reason} {decision}"
 # pair read out raw ("an exact skipped").
