@@ -7,7 +7,8 @@ Usage::
 
 Data: the training splits of the public sets in ``../shared/datasets`` (PAWS-Wiki
 dev, MRPC train, STS-B dev with duplicate = score >= 4.0), read in place and never
-copied, plus the shipped memory pairs (``consumer/data/memory_pairs.jsonl``). Test
+copied, plus the shipped memory pairs (``consumer/data/memory_pairs.jsonl``) and the
+train and dev splits of ``bench/pairs/memory/`` (never its frozen test). Test
 splits (PAWS test, MRPC test, STS-B test) are only scored, never trained on.
 
 Every text is embedded once with the consumer's embedder (onnx-fp32
@@ -53,6 +54,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from consumer.engine.alignment import PairAligner  # noqa: E402
 from consumer.engine.guards import check_pair  # noqa: E402
 from consumer.engine.normalize import normalize_content  # noqa: E402
 from consumer.engine.verifier import (  # noqa: E402
@@ -73,6 +75,10 @@ FOLDS = 5
 TARGET_PRECISION = 0.97
 DEFAULT_DATASETS_DIR = REPO_ROOT.parent / "shared" / "datasets"
 MEMORY_PAIRS = REPO_ROOT / "consumer" / "data" / "memory_pairs.jsonl"
+# Labelled memory pairs split by group (bench/pairs/README.md): train and dev only;
+# the test split stays frozen for bench/quality.py.
+MEMORY_SPLIT_DIR = REPO_ROOT / "bench" / "pairs" / "memory"
+MEMORY_SPLITS = ("train", "dev")
 TRAIN_SPLITS = (("paws-dev", "paws_wiki", "dev"), ("mrpc-train", "mrpc", "train"),
                 ("stsb-dev", "stsb", "dev"))  # fmt: skip
 TEST_SPLITS = (("paws-test", "paws_wiki", "test"), ("mrpc-test", "mrpc", "test"),
@@ -136,6 +142,11 @@ def embed(texts: Sequence[str], cache_dir: Path) -> dict[str, FloatArray]:
     return known
 
 
+# With --memory-splits the verifier judges what the guards and the parse
+# alignment let through; without it, what the guards let through (as shipped).
+ALIGNER: PairAligner | None = None
+
+
 def build_set(name: str, pairs: list[LabelledPair], vectors: dict[str, FloatArray]) -> PairSet:
     cosine = np.array(
         [
@@ -154,7 +165,16 @@ def build_set(name: str, pairs: list[LabelledPair], vectors: dict[str, FloatArra
         cosine=cosine,
         features=features,
         labels=np.array([p.duplicate for p in pairs]),
-        vetoed=np.array([check_pair(p.existing.strip(), p.new) is not None for p in pairs]),
+        vetoed=np.array(
+            [
+                check_pair(p.existing.strip(), p.new) is not None
+                or (
+                    ALIGNER is not None
+                    and ALIGNER.check(p.existing.strip(), p.new).veto is not None
+                )
+                for p in pairs
+            ]
+        ),
         exact=np.array([is_exact(p.existing, p.new) for p in pairs]),
     )
 
@@ -183,11 +203,16 @@ def training_rows(sets: Sequence[PairSet], memory_mask: npt.NDArray[np.bool_] | 
 
 
 def folds_by_category(pairs: Sequence[LabelledPair]) -> npt.NDArray[np.int64]:
-    """Fold of each pair: every category spread evenly over the folds (seeded)."""
+    """Fold of each pair: every category spread evenly over the folds (seeded);
+    the variants of one group (one base fact) always share a fold."""
     fold = np.zeros(len(pairs), dtype=np.int64)
     by_category: dict[str, list[int]] = {}
+    groups: dict[str, list[int]] = {}
     for i, p in enumerate(pairs):
-        by_category.setdefault(f"{p.category}/{p.namespace}", []).append(i)
+        if p.group:
+            groups.setdefault(p.group, []).append(i)
+        else:
+            by_category.setdefault(f"{p.category}/{p.namespace}", []).append(i)
     rng = random.Random(SEED)
     offset = 0
     for key in sorted(by_category):
@@ -196,6 +221,8 @@ def folds_by_category(pairs: Sequence[LabelledPair]) -> npt.NDArray[np.int64]:
         for j, i in enumerate(members):
             fold[i] = (j + offset) % FOLDS
         offset += len(members)
+    for j, name in enumerate(sorted(groups, key=lambda g: (rng.random(), g))):
+        fold[groups[name]] = j % FOLDS
     return fold
 
 
@@ -285,13 +312,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_MODEL_PATH)
     parser.add_argument("--check-only", action="store_true")
+    parser.add_argument(
+        "--memory-splits",
+        action="store_true",
+        help="also train on bench/pairs/memory train+dev, behind the parse alignment "
+        "(a candidate model: see docs/quality.md; the shipped one is trained without)",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
 
     from consumer.logs import configure_logging
 
     configure_logging(level="WARNING", fmt="console")
-    raw: dict[str, list[LabelledPair]] = {"memory": load_pairs(MEMORY_PAIRS)}
+    split_pairs = [
+        pair
+        for path in sorted(MEMORY_SPLIT_DIR.glob("*.jsonl"))
+        for pair in load_pairs(path)
+        if args.memory_splits and pair.split in MEMORY_SPLITS
+    ]
+    global ALIGNER
+    ALIGNER = PairAligner() if args.memory_splits else None
+    raw: dict[str, list[LabelledPair]] = {"memory": [*load_pairs(MEMORY_PAIRS), *split_pairs]}
     for name, folder, split in (*TRAIN_SPLITS, *TEST_SPLITS):
         raw[name] = load_public(args.datasets_dir / folder / f"{split}.jsonl")
     texts = [normalize_content(t) for ps in raw.values() for p in ps for t in (p.existing, p.new)]
@@ -368,7 +409,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "memory_weight": MEMORY_WEIGHT,
         "boosting": BOOSTING,
         "pairs": len(y),
-        "sets": ["memory_pairs (all)"] + [n for n, _, _ in TRAIN_SPLITS],
+        "sets": ["memory_pairs (all)"]
+        + (["bench/pairs/memory (train+dev)"] if args.memory_splits else [])
+        + [n for n, _, _ in TRAIN_SPLITS],
         "chosen_merge_threshold": merge,
         "out_of_fold_memory": {k: round(v, 4) for k, v in at_point.items()},
     }
