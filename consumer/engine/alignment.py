@@ -458,6 +458,11 @@ class PairAligner:
                 self._remember(text, _words(doc))
             return len(todo)
 
+    def has_parsed(self, *texts: str) -> bool:
+        """Whether every text's parse is cached (checking them then parses nothing)."""
+        with self._lock:
+            return all(text in self._cache for text in texts)
+
     def check(self, existing: str, new: str) -> Alignment:
         return align(self.parsed(existing), self.parsed(new))
 

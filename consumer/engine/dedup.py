@@ -720,13 +720,33 @@ class DedupEngine:
                 if found.memory is None or found.score < self._full_matches_from:
                     continue
                 texts += [found.memory.content, candidate.event.content]
+        texts += self._close_in_batch(candidates, state)
         if texts:
             await asyncio.to_thread(self._aligner.prime, texts)
+
+    def _close_in_batch(self, candidates: Sequence[Candidate], state: _BatchState) -> list[str]:
+        """Texts of candidates that reach a band with another candidate of their
+        scope in this batch (one may become the other's in-batch match)."""
+        by_scope: dict[Scope, list[Candidate]] = {}
+        for candidate in candidates:
+            if candidate.normalized in state.vectors:
+                by_scope.setdefault(candidate.scope, []).append(candidate)
+        texts: list[str] = []
+        for members in by_scope.values():
+            if len(members) < 2:
+                continue
+            matrix = np.asarray([state.vectors[c.normalized] for c in members], dtype=np.float32)
+            close = (matrix @ matrix.T) >= self._full_matches_from
+            np.fill_diagonal(close, False)
+            texts += [c.event.content for c, row in zip(members, close, strict=True) if row.any()]
+        return texts
 
     async def _alignment(self, existing: str, new: str) -> Alignment | None:
         """The parse alignment of a band candidate, parsed in a worker thread."""
         if self._aligner is None:
             return None
+        if self._aligner.has_parsed(existing, new):
+            return self._aligner.check(existing, new)  # no parse left: tens of microseconds
         return await asyncio.to_thread(self._aligner.check, existing, new)
 
     async def _verifier_veto(

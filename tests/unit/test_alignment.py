@@ -174,3 +174,10 @@ def test_loading_the_parser_does_not_load_torch() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert result.stdout.strip() == "False"
+
+
+def test_has_parsed_says_when_a_check_parses_nothing() -> None:
+    aligner = PairAligner()
+    assert not aligner.has_parsed("User sails.", "I sail.")
+    aligner.prime(["User sails.", "I sail."])
+    assert aligner.has_parsed("User sails.", "I sail.")
