@@ -1,7 +1,7 @@
 """Settings: environment variables (`MEMDEDUP_`, `__` nesting) over an optional YAML file.
 
 Precedence, highest first: environment, config file (`MEMDEDUP_CONFIG_FILE` or
-`--config`), defaults. Every setting is listed in the README.
+`--config`), defaults. Every setting is listed in docs/configuration.md.
 """
 
 from __future__ import annotations

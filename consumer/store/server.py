@@ -489,7 +489,7 @@ def vector_layout(collection: str, vectors: object, dimension: int) -> bool:
         raise ConfigError(
             f"Qdrant collection {collection!r} holds {params.size}-dimension vectors but "
             f"the embedding model makes {dimension}: a different model needs a collection "
-            "of its own (set MEMDEDUP_QDRANT__COLLECTION to a new name; README: "
+            "of its own (set MEMDEDUP_QDRANT__COLLECTION to a new name; docs/operations.md: "
             '"Upgrading the model safely")'
         )
     return named

@@ -1,6 +1,7 @@
-"""The README's Configuration table lists every setting, one row per environment
-variable in the order of the settings, and the README names no setting that does
-not exist."""
+"""The documentation keeps up with the code: docs/configuration.md's table lists
+every setting, one row per environment variable in the order of the settings; no
+page names a setting that does not exist; every link between the README and the
+pages under docs/ leads to a file and heading that exist."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ from pydantic import SecretStr
 
 from consumer.settings import environment_variables
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+CONFIGURATION = ROOT / "docs" / "configuration.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 PREFIX = "MEMDEDUP_"
 ENV_NAME = re.compile(r"MEMDEDUP_[A-Z0-9_]+")
 # A table row whose first cell is exactly one backticked variable name.
@@ -31,11 +35,12 @@ DICT_VARIABLES = {name for name, ann in VARIABLES.items() if get_origin(ann) is 
 
 
 def readme() -> str:
-    return README.read_text(encoding="utf-8")
+    """Every page, README first."""
+    return "\n".join(page.read_text(encoding="utf-8") for page in PAGES)
 
 
 def configuration_section() -> str:
-    text = readme()
+    text = CONFIGURATION.read_text(encoding="utf-8")
     start = text.index("\n## Configuration\n")
     end = text.find("\n## ", start + 1)
     return text[start : end if end != -1 else len(text)]
@@ -63,9 +68,9 @@ def test_variables_are_derived_from_the_settings() -> None:
 
 
 def test_every_setting_appears_in_the_readme() -> None:
-    text = readme()
+    text = CONFIGURATION.read_text(encoding="utf-8")
     missing = [name for name in VARIABLES if f"`{name}`" not in text]
-    assert not missing, f"settings missing from README.md: {missing}"
+    assert not missing, f"settings missing from docs/configuration.md: {missing}"
 
 
 def test_configuration_table_has_one_row_per_variable_in_settings_order() -> None:
@@ -113,20 +118,20 @@ def _known(name: str) -> bool:
 
 def test_every_name_in_the_readme_is_a_setting() -> None:
     unknown = sorted({n for n in ENV_NAME.findall(readme()) if not _known(n)})
-    assert not unknown, f"README.md names settings that do not exist: {unknown}"
+    assert not unknown, f"the docs name settings that do not exist: {unknown}"
 
 
 FENCE = re.compile(r"^\s*(```|~~~)")
 HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
-ANCHOR_LINK = re.compile(r"\]\(#([^)\s]*)\)")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
 # A section named in prose: (see "Measuring quality").
 QUOTED_SECTION = re.compile(r'\(see "([^"]+)"\)')
 
 
-def prose_lines() -> list[str]:
-    """README.md's lines outside fenced code blocks."""
+def prose_lines(page: Path = README) -> list[str]:
+    """A page's lines outside fenced code blocks."""
     lines, fenced = [], False
-    for line in readme().splitlines():
+    for line in page.read_text(encoding="utf-8").splitlines():
         if FENCE.match(line):
             fenced = not fenced
             continue
@@ -143,15 +148,15 @@ def github_slug(title: str) -> str:
     return text.replace(" ", "-")
 
 
-def headings() -> list[str]:
-    return [m.group(2) for m in map(HEADING.match, prose_lines()) if m]
+def headings(page: Path = README) -> list[str]:
+    return [m.group(2) for m in map(HEADING.match, prose_lines(page)) if m]
 
 
-def anchors() -> set[str]:
+def anchors(page: Path) -> set[str]:
     """Every heading's anchor; a repeated title gets -1, -2, ... as on GitHub."""
     found: set[str] = set()
     seen: dict[str, int] = {}
-    for title in headings():
+    for title in headings(page):
         slug = github_slug(title)
         if slug in seen:
             seen[slug] += 1
@@ -176,16 +181,55 @@ def test_headings_in_code_blocks_are_not_headings() -> None:
     assert not any(title.startswith("memdedup.yaml") for title in headings())
 
 
-def test_every_in_page_link_leads_to_a_heading() -> None:
-    links = [m.group(1) for line in prose_lines() for m in ANCHOR_LINK.finditer(line)]
-    assert links, "expected in-page links in README.md"
-    broken = sorted({link for link in links if link not in anchors()})
-    assert not broken, f"README.md links to sections that do not exist: {broken}"
+def broken_links(page: Path) -> list[str]:
+    """Links of `page` to a missing file, or to a heading its page lacks."""
+    broken = []
+    for line in prose_lines(page):
+        for match in LINK.finditer(line):
+            target = match.group(1)
+            if re.match(r"^[a-z]+:", target):
+                continue  # https:, mailto:
+            path, _, fragment = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            if not linked.exists() or (
+                fragment and linked.suffix == ".md" and fragment not in anchors(linked)
+            ):
+                broken.append(target)
+    return broken
+
+
+def test_the_readme_is_short_and_links_every_page() -> None:
+    assert len(README.read_bytes()) <= 10 * 1024
+    text = README.read_text(encoding="utf-8")
+    unlinked = [p.name for p in PAGES[1:] if f"](docs/{p.name})" not in text]
+    assert not unlinked, f"README.md does not link: {unlinked}"
+
+
+def test_every_link_leads_to_a_file_and_heading() -> None:
+    assert any(LINK.search(line) for line in prose_lines()), "expected links in README.md"
+    broken = {page.name: broken_links(page) for page in PAGES}
+    assert not any(broken.values()), f"links that lead nowhere: {broken}"
+
+
+def test_a_broken_link_is_found(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    (tmp_path / "other.md").write_text("# Other\n\n## Here\n", encoding="utf-8")
+    page.write_text(
+        "# Page\n\n[ok](#page) [ok](other.md#here) [no](#nowhere) [no](other.md#gone) "
+        "[no](missing.md)\n",
+        encoding="utf-8",
+    )
+    assert broken_links(page) == ["#nowhere", "other.md#gone", "missing.md"]
 
 
 def test_every_section_named_in_quotes_exists() -> None:
-    titles = {title.lower() for title in headings()}
-    named = [m.group(1) for line in prose_lines() for m in QUOTED_SECTION.finditer(line)]
-    assert named, 'expected (see "Section") references in README.md'
+    titles = {title.lower() for page in PAGES for title in headings(page)}
+    named = [
+        m.group(1)
+        for page in PAGES
+        for line in prose_lines(page)
+        for m in QUOTED_SECTION.finditer(line)
+    ]
+    assert named, 'expected (see "Section") references in the docs'
     missing = sorted({name for name in named if name.lower() not in titles})
-    assert not missing, f"README.md refers to sections that do not exist: {missing}"
+    assert not missing, f"the docs refer to sections that do not exist: {missing}"
