@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer
 
 from consumer.app import create_app
 from consumer.auditlog import send_review
@@ -23,6 +23,7 @@ from consumer.kafka_security import aiokafka_kwargs
 from consumer.localbroker import LocalBroker
 from consumer.producer import produce_lines, read_lines
 from consumer.settings import Settings, load_settings
+from consumer.topic_reader import read_all
 from consumer.topics import ensure_topics
 from schemas import DeadLetterHeaders, ReviewAction
 
@@ -175,34 +176,14 @@ def summary(marked: list[tuple[OutputRow, bool]]) -> str:
 async def input_positions(settings: Settings) -> dict[str, list[tuple[int, int]]]:
     """Every event id on the input topic, with the (partition, offset)s it was
     published at (the demo's topic holds a few dozen records)."""
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=settings.kafka.bootstrap_servers,
-        enable_auto_commit=False,
-        **aiokafka_kwargs(settings.security),
-    )
-    await consumer.start()
     found: dict[str, list[tuple[int, int]]] = {}
-    try:
-        await consumer.topics()  # fetches metadata, so the partitions are known
-        numbers = consumer.partitions_for_topic(settings.topics.input) or set()
-        partitions = [TopicPartition(settings.topics.input, n) for n in sorted(numbers)]
-        consumer.assign(partitions)
-        await consumer.seek_to_beginning(*partitions)
-        ends = await consumer.end_offsets(partitions)
-        read_to = {tp: 0 for tp in ends}
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and any(read_to[tp] < end for tp, end in ends.items()):
-            for tp, records in (await consumer.getmany(timeout_ms=300)).items():
-                for record in records:
-                    read_to[tp] = record.offset + 1
-                    try:
-                        event_id = json.loads(record.value or b"").get("event_id")
-                    except (ValueError, AttributeError):
-                        continue
-                    if isinstance(event_id, str):
-                        found.setdefault(event_id, []).append((record.partition, record.offset))
-    finally:
-        await consumer.stop()
+    async for record in read_all(settings, [settings.topics.input]):
+        try:
+            event_id = json.loads(record.value or b"").get("event_id")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(event_id, str):
+            found.setdefault(event_id, []).append((record.partition, record.offset))
     return found
 
 

@@ -78,7 +78,6 @@ class Word:
     text: str  # the surface form, lowercased; a verb's with its auxiliaries
     pos: str
     dep: str
-    head: int  # index of the syntactic head (itself for the root)
     head_key: str  # the head's key: a slot is (dep, head_key)
     role: str  # "subj", "obj", "prep:<preposition>" or ""
     negated: bool
@@ -195,25 +194,26 @@ def _words(doc: Doc) -> AlignedText:
         if token.like_num or any(ch.isdigit() for ch in token.text):
             continue
         key = _key(token)
+        verb = token.pos_ in {"VERB", "AUX"}
+        light_verb = verb and key in _LIGHT_VERBS
         if key != _SELF:
             if not any(ch.isalpha() for ch in key):
                 continue
-            light = token.pos_ in {"VERB", "AUX"} and key in _LIGHT_VERBS
             # A light verb heading a clause ("is", "has", "used to be") carries its
             # tense and frame; as an auxiliary it is read through its verb.
-            if light and token.dep_ not in _CLAUSE_DEPS:
+            if light_verb and token.dep_ not in _CLAUSE_DEPS:
                 continue
-            if (token.pos_ not in _CONTENT_POS and not light) or token.is_punct:
+            if (token.pos_ not in _CONTENT_POS and not light_verb) or token.is_punct:
                 continue
             if token.pos_ == "ADV" and token.dep_ == "neg":
                 continue
-        if _is_frame_verb(token) and any(c.dep_ in {"xcomp", "ccomp"} for c in token.children):
+        frame_verb = _is_frame_verb(token)
+        if frame_verb and any(c.dep_ in {"xcomp", "ccomp"} for c in token.children):
             continue  # a frame ("used to", "plans to") is judged through its verb
-        verb = token.pos_ in {"VERB", "AUX"}
         # A verb that reports or frames the clause it governs ("says they like",
         # "..., they mentioned") states no fact of its own: aligned, never unmatched.
-        framing = verb and not _is_frame_verb(token) and _frames_a_clause(token)
-        light = verb and (key in _LIGHT_VERBS or framing)
+        framing = verb and not frame_verb and _frames_a_clause(token)
+        light = light_verb or framing
         words.append(
             Word(
                 index=token.i,
@@ -221,7 +221,6 @@ def _words(doc: Doc) -> AlignedText:
                 text=_form(token) if verb else token.text.lower(),
                 pos=token.pos_,
                 dep=token.dep_,
-                head=token.head.i,
                 head_key=_key(token.head),
                 role=_role(token),
                 negated=_negated(token),
@@ -292,7 +291,7 @@ def _veto(kind: str, detail: str) -> GuardVeto:
 def align(a: AlignedText, b: AlignedText) -> Alignment:
     """Judge `b` (new) against `a` (existing)."""
     matched, left, right = _pairs(a, b)
-    veto = _judge(a, b, matched, left, right)
+    veto = _judge(matched, left, right)
     # Equivalent: every word matched, and every participant in the same role
     # (the same words in another order can say another thing).
     same_roles = all(x.role == y.role for x, y in matched if _kind(x) == "name")
@@ -300,8 +299,6 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
 
 
 def _judge(
-    a: AlignedText,
-    b: AlignedText,
     matched: Sequence[tuple[Word, Word]],
     left: Sequence[Word],
     right: Sequence[Word],

@@ -312,10 +312,6 @@ class DedupEngine:
     def guards_enabled(self) -> bool:
         return self._guards
 
-    @property
-    def aligner(self) -> PairAligner | None:
-        return self._aligner
-
     async def look_ahead(
         self,
         partition: int,
@@ -622,10 +618,6 @@ class DedupEngine:
         chosen, decision, threshold, vetoes, alignment = await self._first_allowed(
             candidate, matches, bands
         )
-        detail_added = alignment is not None and alignment.detail_added
-        if chosen is not None and detail_added and bands.detail_policy == "keep_both":
-            # The namespace keeps "fact plus a detail" as a memory of its own.
-            chosen, decision, threshold = None, Decision.ACCEPTED, None
         outcome = await self._semantic_outcome(
             candidate,
             state,
@@ -634,7 +626,7 @@ class DedupEngine:
             (chosen, decision, threshold),
             vetoes,
             top_score,
-            keep_detail=detail_added,
+            keep_detail=alignment is not None and alignment.detail_added,
         )
         # Every match kept apart for a changed fact, for downstream to mark the older
         # memory as possibly superseded (a reviewer's separation says nothing of that).
@@ -699,11 +691,15 @@ class DedupEngine:
             if veto is None:
                 veto = await self._verifier_veto(memory, candidate, match.score)
             if veto is None:
-                skipped = decision is Decision.SKIPPED
-                if skipped and alignment is not None and not alignment.equivalent:
-                    # A skip drops the new text: only for texts that say the same
-                    # words; otherwise merge, which keeps it.
-                    decision, threshold = Decision.MERGED, bands.merge_threshold
+                if alignment is not None:
+                    decision, threshold = bands.after_alignment(
+                        decision,
+                        threshold,
+                        equivalent=alignment.equivalent,
+                        detail_added=alignment.detail_added,
+                    )
+                    if decision is Decision.ACCEPTED:  # kept apart by the namespace
+                        return None, decision, threshold, vetoes, alignment
                 return match, decision, threshold, vetoes, alignment
             vetoes.append(GuardHit(veto, memory.memory_id, match.score))
         return None, Decision.ACCEPTED, None, vetoes, None

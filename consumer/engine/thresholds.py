@@ -31,6 +31,18 @@ class Bands:
         if self.detail_policy not in ("merge", "keep_both"):
             raise ValueError(f"unknown detail_policy {self.detail_policy!r}")
 
+    def after_alignment(
+        self, decision: Decision, threshold: float | None, *, equivalent: bool, detail_added: bool
+    ) -> tuple[Decision, float | None]:
+        """A band's decision once the parse alignment allowed the match: the
+        namespace keeps "fact plus a detail" apart under keep_both; a skip drops
+        the new text, so texts that are not equivalent merge instead (which keeps it)."""
+        if detail_added and self.detail_policy == "keep_both":
+            return Decision.ACCEPTED, None
+        if decision is Decision.SKIPPED and not equivalent:
+            return Decision.MERGED, self.merge_threshold
+        return decision, threshold
+
     def classify(self, similarity: float) -> tuple[Decision, float | None]:
         """The decision for a best match of this similarity, and the threshold that
         decided it (None when no band was reached). Bounds are inclusive."""

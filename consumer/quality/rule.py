@@ -101,8 +101,12 @@ def decide_pair(
         return PairDecision(Decision.ACCEPTED, DecisionReason.NEW, similarity, None, veto)
     if aligner is not None:
         alignment = aligner.check(existing.strip(), new)
-        if alignment.detail_added and bands.detail_policy == "keep_both":
+        decision, threshold = bands.after_alignment(
+            decision,
+            threshold,
+            equivalent=alignment.equivalent,
+            detail_added=alignment.detail_added,
+        )
+        if decision is Decision.ACCEPTED:
             return PairDecision(Decision.ACCEPTED, DecisionReason.NEW, similarity, None)
-        if decision is Decision.SKIPPED and not alignment.equivalent:
-            decision, threshold = Decision.MERGED, bands.merge_threshold
     return PairDecision(decision, DecisionReason.SEMANTIC, similarity, threshold)

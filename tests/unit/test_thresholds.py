@@ -78,3 +78,24 @@ def test_policy_falls_back_to_default() -> None:
 def test_policy_without_overrides() -> None:
     default = Bands(0.9, 0.8)
     assert ThresholdPolicy(default=default).bands_for("anything") is default
+
+
+def test_after_alignment_merges_skips_that_do_not_align_and_keeps_details_apart() -> None:
+    merge_both = Bands(0.96, 0.77)
+    keep_both = Bands(0.96, 0.77, detail_policy="keep_both")
+    skip = (Decision.SKIPPED, 0.96)
+    assert merge_both.after_alignment(*skip, equivalent=True, detail_added=False) == skip
+    assert merge_both.after_alignment(*skip, equivalent=False, detail_added=False) == (
+        Decision.MERGED,
+        0.77,
+    )
+    assert merge_both.after_alignment(*skip, equivalent=False, detail_added=True) == (
+        Decision.MERGED,
+        0.77,
+    )
+    merged = (Decision.MERGED, 0.77)
+    assert merge_both.after_alignment(*merged, equivalent=False, detail_added=False) == merged
+    assert keep_both.after_alignment(*merged, equivalent=False, detail_added=True) == (
+        Decision.ACCEPTED,
+        None,
+    )
