@@ -15,7 +15,7 @@ RUN /opt/memdedup/bin/pip wheel --no-cache-dir --no-deps -w /dist . \
  && /opt/memdedup/bin/pip install --no-cache-dir /dist/memdedup-*.whl
 # Export the ONNX model once at build time: containers start without torch work
 # and can run with a read-only root filesystem.
-RUN /opt/memdedup/bin/python -c "from pathlib import Path; from consumer.onnx_export import ensure_onnx_model; ensure_onnx_model(Path('/opt/memdedup/models'))"
+RUN /opt/memdedup/bin/python -c "from pathlib import Path; from consumer.embedding.onnx_export import ensure_onnx_model; ensure_onnx_model(Path('/opt/memdedup/models'))"
 
 FROM python:3.11-slim
 COPY --from=build /opt/memdedup /opt/memdedup

@@ -39,7 +39,7 @@ What it does, in one run (defaults; ``--quick`` shrinks every phase):
 The consumer's CPU time and peak RSS (VmHWM) are read from psutil or /proc.
 Targets are printed next to the figures, never asserted.
 
-If consumer/app.py does not build its embedder with ``consumer.embedding.load_embedder``
+If consumer/app/factory.py does not build its embedder with ``consumer.embedding.embedders.load_embedder``
 yet (so it would ignore ``MEMDEDUP_EMBEDDING__BACKEND``), the consumer is started
 through ``bench/e2e.py --consumer-shim``, which routes that one call to
 ``load_embedder`` and otherwise runs ``memdedup run`` unchanged.
@@ -75,10 +75,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from consumer.embedding import available_cpus
-from consumer.localbroker import LocalBroker
+from consumer.embedding.embedders import available_cpus
+from consumer.kafka.localbroker import LocalBroker
+from consumer.kafka.topics import ensure_topics
 from consumer.settings import EmbeddingSettings, Settings, load_settings
-from consumer.topics import ensure_topics
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = Path(__file__).resolve()
@@ -335,9 +335,9 @@ def process_stats(pid: int) -> ProcessStats:
 
 
 def app_uses_load_embedder() -> bool:
-    import consumer.app
+    import consumer.app.factory
 
-    return hasattr(consumer.app, "load_embedder")
+    return hasattr(consumer.app.factory, "load_embedder")
 
 
 FETCH_WAIT_ENV = "MEMDEDUP_BENCH_FETCH_MAX_WAIT_MS"
@@ -347,10 +347,10 @@ def consumer_shim() -> int:
     """`memdedup run`, with (a) the app's embedder built by load_embedder while
     app.py does not do so itself, and (b) with --fetch-max-wait-ms, that value given
     to the input subscriber (a what-if: the service has no such setting)."""
-    from consumer.cli import main
-    from consumer.embedding import load_embedder
+    from consumer.cli.main import main
+    from consumer.embedding.embedders import load_embedder
 
-    app_module: Any = importlib.import_module("consumer.app")
+    app_module: Any = importlib.import_module("consumer.app.factory")
     if not hasattr(app_module, "load_embedder"):
 
         class _Loader:
@@ -604,8 +604,8 @@ async def raw_model_in_consumer_calls(
     `batch_records` (in publish order), one call per partition, the batch's calls
     queued at once. A diagnostic: the texts per call decide how well the model's
     batches fill (e2e unique / this = what the pipeline costs beyond call shape)."""
-    from consumer.engine.normalize import normalize_content
-    from consumer.partitioning import canonical_partition
+    from consumer.domain.normalize import normalize_content
+    from consumer.kafka.partitioning import canonical_partition
 
     began, cpu = time.perf_counter(), time.process_time()
     calls = 0
@@ -632,9 +632,9 @@ async def naive_pipeline(
     """The seeds' shape: one event at a time, every step awaited."""
     from datetime import datetime as dt
 
-    from consumer.engine.models import MemoryRecord, Scope, SimilarityQuery
-    from consumer.engine.normalize import content_hash, memory_id_for, normalize_content
-    from consumer.store.edge import EdgeMemoryStore
+    from consumer.domain.models import MemoryRecord, Scope, SimilarityQuery
+    from consumer.domain.normalize import content_hash, memory_id_for, normalize_content
+    from consumer.state.edge import EdgeMemoryStore
     from schemas import MemoryExtracted
 
     store = EdgeMemoryStore(root=workdir / "naive", collection="memories", topic="naive")
@@ -769,8 +769,8 @@ def consumer_env(args: argparse.Namespace, bootstrap: str, workdir: Path) -> dic
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
-    from consumer.embedding import load_embedder
-    from consumer.engine.normalize import normalize_content
+    from consumer.domain.normalize import normalize_content
+    from consumer.embedding.embedders import load_embedder
     from consumer.settings import EmbeddingSettings
 
     plan = plan_for(args)
@@ -1077,7 +1077,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.consumer_shim:
         return consumer_shim()
-    from consumer.logs import configure_logging
+    from consumer.observability.logs import configure_logging
 
     configure_logging(level="WARNING", fmt="console")
     began = time.monotonic()

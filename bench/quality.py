@@ -14,7 +14,7 @@ duplicate = gold score >= 4.0, MRPC train/test), read in place, never copied.
 ``--limit`` pairs are sampled (seed 0) from each public split (0: all).
 
 For each set it embeds both sides with the configured embedder
-(``consumer.embedding.load_embedder``: onnx-fp32 all-MiniLM-L6-v2 by default),
+(``consumer.embedding.embedders.load_embedder``: onnx-fp32 all-MiniLM-L6-v2 by default),
 exactly as the engine embeds (``normalize_content`` first), and compares:
 
 * **cosine**: predicted duplicate when ``cosine >= t``;
@@ -24,7 +24,7 @@ exactly as the engine embeds (``normalize_content`` first), and compares:
   merge threshold (predicted duplicate = skipped or merged);
 * **guards only**: the pipeline without the verifier or the parse alignment;
 * **pipeline without alignment**: guards and verifier, as before the parse
-  alignment (``consumer.engine.alignment``) existed, side by side with it.
+  alignment (``consumer.domain.alignment``) existed, side by side with it.
 
 It prints, per set, precision / recall / F1 at the shipped defaults
 (merge_threshold 0.77: anything at or above it is merged or skipped) and at each
@@ -58,9 +58,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from consumer.engine.alignment import PairAligner  # noqa: E402
-from consumer.engine.thresholds import Bands  # noqa: E402
-from consumer.engine.verifier import LocalVerifier, build_verifier  # noqa: E402
+from consumer.domain.alignment import PairAligner  # noqa: E402
+from consumer.domain.thresholds import Bands  # noqa: E402
+from consumer.domain.verifier import LocalVerifier, build_verifier  # noqa: E402
 from consumer.quality.calibrate import GRID, pair_facts  # noqa: E402
 from consumer.quality.evaluate import embed_similarities, policy_from_settings  # noqa: E402
 from consumer.quality.metrics import Confusion  # noqa: E402
@@ -390,7 +390,7 @@ def paws_target(results: Sequence[dict[str, Any]]) -> None:
 async def embed_all(
     sets: dict[str, list[LabelledPair]], settings: Any
 ) -> tuple[dict[str, FloatArray], dict[str, float]]:
-    from consumer.embedding import load_embedder
+    from consumer.embedding.embedders import load_embedder
 
     started = time.perf_counter()
     embedder = await load_embedder(settings.embedding, data_dir=settings.qdrant.path)
@@ -432,7 +432,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="write all figures here")
     args = parser.parse_args(argv)
 
-    from consumer.logs import configure_logging
+    from consumer.observability.logs import configure_logging
 
     configure_logging(level="WARNING", fmt="console")
     started = time.perf_counter()

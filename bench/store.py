@@ -40,12 +40,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from consumer.engine.models import MemoryRecord, Scope, SimilarityQuery
-from consumer.engine.normalize import content_hash, memory_id_for
-from consumer.logs import configure_logging
-from consumer.store.edge import EdgeMemoryStore
-from consumer.store.server import QdrantServerStore
-from consumer.typing import MemoryStore
+from consumer.domain.models import MemoryRecord, Scope, SimilarityQuery
+from consumer.domain.normalize import content_hash, memory_id_for
+from consumer.observability.logs import configure_logging
+from consumer.ports import MemoryStore
+from consumer.state.edge import EdgeMemoryStore
+from consumer.state.server import QdrantServerStore
 
 DIMENSION = 384
 TENANTS = [f"tenant-{i}" for i in range(10)]

@@ -14,6 +14,10 @@ class EmbedderUnavailable(TransientError):
     """The embedding model failed in a way that a retry may fix."""
 
 
+class ChangelogUnavailable(TransientError):
+    """The changelog topic cannot be read or written right now."""
+
+
 class PublishFailed(TransientError):
     """The broker did not acknowledge a record."""
 

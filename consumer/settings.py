@@ -36,7 +36,7 @@ class BandSettings(BaseModel):
 
     duplicate_threshold: Unit = DEFAULT_DUPLICATE_THRESHOLD
     merge_threshold: Unit = DEFAULT_MERGE_THRESHOLD
-    # What a merge does to the stored text (consumer.engine.merge); skips never
+    # What a merge does to the stored text (consumer.domain.merge); skips never
     # change it. keep_existing: the stored text stays (topics, entities, ids and
     # the higher importance are folded in by every policy).
     merge_policy: MergePolicy = "keep_existing"
@@ -71,7 +71,7 @@ class MergerSettings(BaseModel):
 
 
 class VerifierSettings(BaseModel):
-    """The gray-zone verifier (consumer.engine.verifier): every semantic match that
+    """The gray-zone verifier (consumer.domain.verifier): every semantic match that
     reaches a band and passes the guards is judged "same fact?" before it is
     skipped or merged."""
 
@@ -108,11 +108,11 @@ class DedupSettings(BandSettings):
     recent_max_entries: Annotated[int, Field(gt=0)] = 10_000
     search_limit: Annotated[int, Field(ge=1, le=100)] = 5
     # Deterministic vetoes of semantic matches that differ in numbers, polarity or
-    # word order (consumer.engine.guards).
+    # word order (consumer.domain.guards).
     guards_enabled: bool = True
     # Parse both texts of a match (spaCy) and align their words: a changed value,
     # role, tense or polarity vetoes it; a skip needs equivalent texts, otherwise
-    # it is a merge (consumer.engine.alignment). Runs only on band candidates.
+    # it is a merge (consumer.domain.alignment). Runs only on band candidates.
     alignment_enabled: bool = True
     # Degraded modes for latency-sensitive deployments (opt-in; the default waits
     # and retries, never deciding with less than all checks):
@@ -242,7 +242,7 @@ class CompactionSettings(BaseModel):
 
 
 class RetentionSettings(BaseModel):
-    """How long decision records are kept (consumer.retention)."""
+    """How long decision records are kept (consumer.service.retention)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -266,7 +266,7 @@ class EmbeddingSettings(BaseModel):
     batch_size: Annotated[int, Field(ge=1, le=1024)] = 64
     torch_threads: Annotated[int, Field(ge=0)] = 0  # 0: torch's default
     # torch: sentence-transformers; onnx-int8 / onnx-fp32: onnxruntime on a model
-    # exported once from the same weights (consumer.onnx_export; needs torch only then).
+    # exported once from the same weights (consumer.embedding.onnx_export; needs torch only then).
     # onnx-fp32 is the default: vectors identical to torch's (cosine >= 0.99999), so
     # the calibrated thresholds hold, at ~1.9x torch's speed (bench/README.md).
     # onnx-int8 is faster still but shifts similarities: recalibrate before using it.
@@ -313,12 +313,12 @@ class ChaosSettings(BaseModel):
     # While this file exists, every vector-store call fails as an outage.
     store_outage_file: Path | None = None
     # While this file exists, a consumer about to append to the changelog stalls
-    # its event loop (consumer.chaos), as a long pause would: the group evicts it.
+    # its event loop (consumer.chaos.stall), as a long pause would: the group evicts it.
     stall_file: Path | None = None
 
 
 class HttpSettings(BaseModel):
-    """The operations HTTP server: /metrics, /healthz, /readyz (consumer.health)."""
+    """The operations HTTP server: /metrics, /healthz, /readyz (consumer.observability.health)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -334,7 +334,7 @@ class HttpSettings(BaseModel):
 
 
 class TracingSettings(BaseModel):
-    """OpenTelemetry tracing through FastStream's middleware (consumer.tracing); off
+    """OpenTelemetry tracing through FastStream's middleware (consumer.observability.tracing); off
     unless enabled. Needs the `tracing` extra: pip install 'memdedup[tracing]'."""
 
     model_config = ConfigDict(extra="forbid")
@@ -354,7 +354,7 @@ class SecuritySettings(BaseModel):
     `protocol` left empty is derived: SASL_SSL with a mechanism and TLS, SASL_PLAINTEXT
     with a mechanism only, SSL with TLS only (`tls` or any ssl_* file), else PLAINTEXT.
     Secrets are SecretStr (never logged); a password may come from a file instead
-    (a mounted Kubernetes Secret). Mapped to client arguments by consumer.kafka_security.
+    (a mounted Kubernetes Secret). Mapped to client arguments by consumer.kafka.security.
     """
 
     model_config = ConfigDict(extra="forbid")

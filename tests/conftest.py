@@ -15,7 +15,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 @pytest.fixture(scope="session")
 def local_broker() -> Iterator[object]:
-    from consumer.localbroker import LocalBroker
+    from consumer.kafka.localbroker import LocalBroker
 
     with LocalBroker() as broker:
         yield broker
@@ -23,7 +23,7 @@ def local_broker() -> Iterator[object]:
 
 @pytest.fixture(scope="session")
 def real_embedder() -> Iterator[object]:
-    from consumer.embedding import SentenceTransformerEmbedder
+    from consumer.embedding.embedders import SentenceTransformerEmbedder
 
     embedder = asyncio.run(
         SentenceTransformerEmbedder.load(

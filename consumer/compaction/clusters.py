@@ -27,9 +27,9 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from consumer.engine.guards import check_pair
-from consumer.engine.models import MemoryRecord, Scope
-from consumer.engine.thresholds import Bands
+from consumer.domain.guards import check_pair
+from consumer.domain.models import MemoryRecord, Scope
+from consumer.domain.thresholds import Bands
 from schemas import Decision
 
 __all__ = [

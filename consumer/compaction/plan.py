@@ -12,12 +12,12 @@ from typing import Any
 import numpy as np
 
 from consumer.compaction.clusters import ScopeAnalysis
-from consumer.engine.guards import check_pair
-from consumer.engine.models import MemoryRecord, Scope
-from consumer.engine.reviewed import ReviewedPairs
-from consumer.engine.verifier import LlmVerifier, LocalVerifier, PairJudge
-from consumer.store import codec
-from consumer.typing import MemoryStore
+from consumer.domain.guards import check_pair
+from consumer.domain.models import MemoryRecord, Scope
+from consumer.domain.reviewed import ReviewedPairs
+from consumer.domain.verifier import LlmVerifier, LocalVerifier, PairJudge
+from consumer.ports import MemoryStore
+from consumer.state import codec
 from schemas import SCHEMA_VERSION, CompactCommand, CompactionMember, MemoryCommand
 
 PairVeto = Callable[[MemoryRecord, MemoryRecord], str | None]

@@ -48,9 +48,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from consumer.engine.alignment import PairAligner
-from consumer.engine.thresholds import Bands, ThresholdPolicy
-from consumer.engine.verifier import PairJudge
+from consumer.domain.alignment import PairAligner
+from consumer.domain.thresholds import Bands, ThresholdPolicy
+from consumer.domain.verifier import PairJudge
 from consumer.quality.metrics import Confusion
 from consumer.quality.pairs import LabelledPair, split_of
 from consumer.quality.plot import Canvas, Series, plot_curves

@@ -13,15 +13,15 @@ from typing import Any, Final
 
 import numpy as np
 
-from consumer.engine.alignment import PairAligner
-from consumer.engine.normalize import content_hash, normalize_content
-from consumer.engine.thresholds import Bands, ThresholdPolicy
-from consumer.engine.verifier import LocalVerifier, PairJudge, Verdict, Verifier
+from consumer.domain.alignment import PairAligner
+from consumer.domain.normalize import content_hash, normalize_content
+from consumer.domain.thresholds import Bands, ThresholdPolicy
+from consumer.domain.verifier import LocalVerifier, PairJudge, Verdict, Verifier
+from consumer.ports import Embedder
 from consumer.quality.metrics import Tally
 from consumer.quality.pairs import LabelledPair
 from consumer.quality.rule import PairDecision, decide_pair
 from consumer.settings import DedupSettings
-from consumer.typing import Embedder
 
 __all__ = [
     "DEFAULT_NAMESPACE",

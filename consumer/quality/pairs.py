@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from consumer.engine.normalize import normalize_content
+from consumer.domain.normalize import normalize_content
 from schemas.events import NAMESPACE_PATTERN
 
 __all__ = [

@@ -8,8 +8,8 @@ stored memory of the scope and `new` arrives:
    classified by the namespace's bands (`Bands.classify`, inclusive bounds);
    a pair that reaches a band is then checked by the guards
    (`check_pair(existing, new)`, as `DedupEngine._first_allowed` calls it), the
-   parse alignment (consumer.engine.alignment) and the verifier
-   (consumer.engine.verifier); a veto of any means "treated as below
+   parse alignment (consumer.domain.alignment) and the verifier
+   (consumer.domain.verifier); a veto of any means "treated as below
    threshold": the memory is accepted. A skip of texts the alignment finds
    not equivalent becomes a merge; a match that only adds a detail is accepted
    where the namespace's `detail_policy` is `keep_both`.
@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from consumer.engine.alignment import PairAligner
-from consumer.engine.guards import GuardName, GuardVeto, check_pair
-from consumer.engine.normalize import content_hash, normalize_content
-from consumer.engine.thresholds import Bands
-from consumer.engine.verifier import PairJudge
+from consumer.domain.alignment import PairAligner
+from consumer.domain.guards import GuardName, GuardVeto, check_pair
+from consumer.domain.normalize import content_hash, normalize_content
+from consumer.domain.thresholds import Bands
+from consumer.domain.verifier import PairJudge
 from schemas import Decision, DecisionReason
 
 __all__ = ["PairDecision", "decide_pair", "is_exact", "pair_veto"]

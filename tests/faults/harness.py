@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from consumer.engine.guards import check_pair
-from consumer.engine.normalize import normalize_content
+from consumer.domain.guards import check_pair
+from consumer.domain.normalize import normalize_content
 from consumer.settings import Settings, load_settings
-from consumer.store.edge import EdgeMemoryStore
+from consumer.state.edge import EdgeMemoryStore
 from tests.integration.harness import Output, read_outputs
 
 TENANTS = ["acme", "globex", "initech"]

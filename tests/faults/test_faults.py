@@ -22,12 +22,12 @@ from typing import Any
 
 import pytest
 
-from consumer.compact import load_state
-from consumer.engine.models import DecisionRecord
-from consumer.localbroker import LocalBroker, free_port
+from consumer.cli.compact import load_state
+from consumer.domain.models import DecisionRecord
+from consumer.kafka.localbroker import LocalBroker, free_port
+from consumer.kafka.topic_reader import read_all
+from consumer.kafka.topics import ensure_topics
 from consumer.settings import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_MERGE_THRESHOLD, Settings
-from consumer.topic_reader import read_all
-from consumer.topics import ensure_topics
 from tests.faults.harness import (
     Dataset,
     Evidence,

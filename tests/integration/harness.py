@@ -14,14 +14,14 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from consumer.app import create_app
-from consumer.changelog import Changelog
-from consumer.producer import key_for
+from consumer.app.factory import create_app
+from consumer.cli.produce import key_for
+from consumer.kafka.topics import ensure_topics
+from consumer.ports import Embedder, MemoryStore
 from consumer.settings import Settings, load_settings
-from consumer.store.edge import EdgeMemoryStore
-from consumer.store.server import QdrantServerStore
-from consumer.topics import ensure_topics
-from consumer.typing import Embedder, MemoryStore
+from consumer.state.changelog import Changelog
+from consumer.state.edge import EdgeMemoryStore
+from consumer.state.server import QdrantServerStore
 
 
 def make_settings(bootstrap: str, data_dir: Path, **overrides: Any) -> Settings:

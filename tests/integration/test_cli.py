@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from consumer.localbroker import free_port
+from consumer.kafka.localbroker import free_port
 
 pytestmark = pytest.mark.integration
 

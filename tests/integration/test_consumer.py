@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from consumer.compact import state_from_changelog
+from consumer.cli.compact import state_from_changelog
 from consumer.errors import StoreUnavailable
-from consumer.store import codec
-from consumer.store.edge import EdgeMemoryStore
-from consumer.topic_reader import read_all
+from consumer.kafka.topic_reader import read_all
+from consumer.state import codec
+from consumer.state.edge import EdgeMemoryStore
 from schemas import DeadLetterHeaders, MemoryDecisionEvent
 from tests.integration.harness import (
     TIERS_BASE,
@@ -408,7 +408,7 @@ class SwitchableEmbedder:
 async def test_degraded_modes_decide_without_the_model_or_the_store(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
-    from consumer.store.chaos import OutageSwitchStore
+    from consumer.chaos.store import OutageSwitchStore
 
     settings = make_settings(
         local_broker.bootstrap_servers,
@@ -460,8 +460,8 @@ async def test_misrouted_records_are_rerouted_and_decided_on_their_scope_partiti
 
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-    from consumer.partitioning import canonical_partition
-    from consumer.topics import ensure_topics
+    from consumer.kafka.partitioning import canonical_partition
+    from consumer.kafka.topics import ensure_topics
     from schemas import scope_key
 
     settings = make_settings(local_broker.bootstrap_servers, tmp_path, topics={"partitions": 6})

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from consumer.embedding import OnnxEmbedder, load_embedder
+from consumer.embedding.embedders import OnnxEmbedder, load_embedder
 from consumer.settings import EmbeddingSettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

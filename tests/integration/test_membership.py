@@ -14,9 +14,9 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 
 from consumer.errors import PartitionsLost
-from consumer.membership import GroupMembership
+from consumer.kafka.topics import ensure_topics
 from consumer.settings import Settings
-from consumer.topics import ensure_topics
+from consumer.state.membership import GroupMembership
 from tests.integration.harness import make_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from consumer.app import create_app, runtime_of
+from consumer.app.factory import create_app, runtime_of
 from tests.integration.harness import StoreFactory, event, make_settings, produce, read_outputs
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -64,7 +64,7 @@ async def test_metrics_and_health_endpoints_of_a_running_consumer(
 async def test_readiness_fails_while_the_store_is_held_elsewhere(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
-    from consumer.store.chaos import OutageSwitchStore
+    from consumer.chaos.store import OutageSwitchStore
 
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
     stores = StoreFactory("edge", settings)

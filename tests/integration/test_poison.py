@@ -16,7 +16,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaTimeoutError
 
-from consumer.app import create_app, runtime_of
+from consumer.app.factory import create_app, runtime_of
 from tests.integration.harness import (
     StoreFactory,
     decisions_by_event,

@@ -14,12 +14,12 @@ from aiokafka.partitioner import DefaultPartitioner
 from faststream import BaseMiddleware
 from faststream.kafka import KafkaBroker
 
-from consumer.partitioning import CachedDefaultPartitioner
-from consumer.publisher import BrokerPublisher
-from consumer.records import OCTET_STREAM, OutgoingRecord
+from consumer.kafka.partitioning import CachedDefaultPartitioner
+from consumer.kafka.publisher import BrokerPublisher
+from consumer.kafka.records import OCTET_STREAM, OutgoingRecord
+from consumer.kafka.topic_reader import read_all
+from consumer.kafka.topics import ensure_topics
 from consumer.settings import Settings
-from consumer.topic_reader import read_all
-from consumer.topics import ensure_topics
 from tests.integration.harness import make_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from consumer.engine.normalize import decision_id_for
+from consumer.domain.normalize import decision_id_for
 from consumer.settings import Settings
-from consumer.store.server import VECTOR_NAME, QdrantServerStore
+from consumer.state.server import VECTOR_NAME, QdrantServerStore
 from schemas import MemoryDecisionEvent
 from tests.integration.harness import (
     TIERS_BASE,

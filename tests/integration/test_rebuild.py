@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from consumer.rebuild import RebuildRefused, rebuild
+from consumer.cli.rebuild import RebuildRefused, rebuild
 from consumer.settings import DedupSettings
 from tests.integration.harness import (
     StoreFactory,

@@ -10,12 +10,12 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from structlog.testing import capture_logs
 
-from consumer.engine.normalize import decision_id_for
-from consumer.replay import ReplayRefused, ResetTarget, reset_offsets
-from consumer.retention import warn_if_shorter_than_input
+from consumer.cli.replay import ReplayRefused, ResetTarget, reset_offsets
+from consumer.domain.normalize import decision_id_for
+from consumer.kafka.topic_reader import read_all
+from consumer.kafka.topics import DEFAULT_RETENTION_MS, DEFAULT_SEGMENT_MS, topic_retention
+from consumer.service.retention import warn_if_shorter_than_input
 from consumer.settings import RetentionSettings, Settings
-from consumer.topic_reader import read_all
-from consumer.topics import DEFAULT_RETENTION_MS, DEFAULT_SEGMENT_MS, topic_retention
 from tests.integration.harness import (
     StoreFactory,
     committed_offsets,

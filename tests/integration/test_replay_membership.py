@@ -23,7 +23,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from consumer.replay import ReplayRefused, ResetTarget, reset_offsets
+from consumer.cli.replay import ReplayRefused, ResetTarget, reset_offsets
 from consumer.settings import KafkaSettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -222,7 +222,7 @@ async def test_wait_proceeds_once_a_killed_members_session_expires(local_broker:
 def test_cli_replay_wait_prints_what_it_waits_for(
     local_broker: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from consumer.cli import main
+    from consumer.cli.main import main
 
     bootstrap = local_broker.bootstrap_servers
     topic, group = names()

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaConsumer
 
-from consumer.auditlog import ReviewRefused, read_log, send_review
-from consumer.compact import load_state, run_compaction
-from consumer.engine.normalize import content_hash, memory_id_for, normalize_content
+from consumer.cli.auditlog import ReviewRefused, read_log, send_review
+from consumer.cli.compact import load_state, run_compaction
+from consumer.domain.normalize import content_hash, memory_id_for, normalize_content
 from consumer.settings import Settings
 from schemas import (
     CommandStatus,

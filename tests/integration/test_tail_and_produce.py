@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaProducer
 
+from consumer.kafka.topic_reader import read_all
+from consumer.kafka.topics import ensure_topics
 from consumer.settings import Settings
-from consumer.topic_reader import read_all
-from consumer.topics import ensure_topics
 from schemas import DeadLetterCode, DeadLetterHeaders
 from tests.integration.harness import (
     StoreFactory,

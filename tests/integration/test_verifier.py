@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from consumer.engine.dedup import DedupEngine
-from consumer.engine.guards import GuardName, check_pair
-from consumer.engine.models import Outcome
-from consumer.engine.recent import RecentCache
-from consumer.engine.thresholds import Bands, ThresholdPolicy
-from consumer.engine.verifier import LocalVerifier, build_verifier
+from consumer.domain.dedup import DedupEngine
+from consumer.domain.guards import GuardName, check_pair
+from consumer.domain.models import Outcome
+from consumer.domain.recent import RecentCache
+from consumer.domain.thresholds import Bands, ThresholdPolicy
+from consumer.domain.verifier import LocalVerifier, build_verifier
 from consumer.settings import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_MERGE_THRESHOLD, load_settings
-from consumer.store.edge import EdgeMemoryStore
+from consumer.state.edge import EdgeMemoryStore
 from schemas import Decision
 from tests.unit.helpers import FIXED_NOW, INPUT_TOPIC, make_candidate
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from consumer.localbroker import free_port
+from consumer.kafka.localbroker import free_port
 from tests.faults.harness import settings_env
 from tests.integration.harness import make_settings
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from consumer.engine.alignment import PairAligner
-from consumer.engine.dedup import DedupEngine
-from consumer.engine.recent import RecentCache
-from consumer.engine.thresholds import ThresholdPolicy
-from consumer.store.edge import EdgeMemoryStore
+from consumer.domain.alignment import PairAligner
+from consumer.domain.dedup import DedupEngine
+from consumer.domain.recent import RecentCache
+from consumer.domain.thresholds import ThresholdPolicy
+from consumer.state.edge import EdgeMemoryStore
 
 from .helpers import DEFAULT_BANDS, DIMENSION, FIXED_NOW, INPUT_TOPIC, FakeEmbedder, FakePublisher
 

@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from consumer.engine.models import Candidate, MemoryRecord
-from consumer.engine.normalize import normalize_content
-from consumer.engine.thresholds import Bands
+from consumer.domain.models import Candidate, MemoryRecord
+from consumer.domain.normalize import normalize_content
+from consumer.domain.thresholds import Bands
 from consumer.errors import PublishFailed
-from consumer.records import InputRecord, OutgoingRecord
-from consumer.typing import Vectors
-from consumer.validation import Rejection, parse_record
+from consumer.kafka.records import InputRecord, OutgoingRecord
+from consumer.ports import Vectors
+from consumer.service.validation import Rejection, parse_record
 from schemas import scope_key
 
 DIMENSION = 32
@@ -45,7 +45,7 @@ def base_vector(dimension: int = DIMENSION) -> np.ndarray:
 
 
 class FakeEmbedder:
-    """consumer.typing.Embedder with vectors chosen by the test.
+    """consumer.ports.Embedder with vectors chosen by the test.
 
     Texts without a chosen vector get a fresh one-hot vector (orthogonal to every
     other text), allocated from the highest axis down. Every call is recorded.
@@ -95,7 +95,7 @@ class FakeEmbedder:
 
 
 class FakePublisher:
-    """consumer.typing.RecordPublisher that keeps what it was asked to publish."""
+    """consumer.ports.RecordPublisher that keeps what it was asked to publish."""
 
     def __init__(self) -> None:
         self.published: list[OutgoingRecord] = []

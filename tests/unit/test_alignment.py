@@ -1,4 +1,4 @@
-"""The parse alignment (consumer.engine.alignment) with the real spaCy pipeline.
+"""The parse alignment (consumer.domain.alignment) with the real spaCy pipeline.
 
 Sentences here are written for these tests, not taken from the labelled pair sets.
 """
@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from consumer.engine.alignment import PairAligner, _abbreviates, _spelling_variant
-from consumer.engine.guards import GuardName, GuardVeto, related_kind
+from consumer.domain.alignment import PairAligner, _abbreviates, _spelling_variant
+from consumer.domain.guards import GuardName, GuardVeto, related_kind
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +167,7 @@ def test_prime_parses_the_uncached_texts_once_in_a_batch() -> None:
 def test_loading_the_parser_does_not_load_torch() -> None:
     # In a fresh interpreter: this test process may have imported torch already.
     code = (
-        "import sys; from consumer.engine.alignment import PairAligner; "
+        "import sys; from consumer.domain.alignment import PairAligner; "
         "PairAligner().warm_up(); print('torch' in sys.modules)"
     )
     result = subprocess.run(

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from consumer.apidocs import ASYNCAPI_PATH, JSON_SCHEMA_DIR, render_all, stale_docs, write_docs
-from consumer.cli import main
+from consumer.cli.apidocs import ASYNCAPI_PATH, JSON_SCHEMA_DIR, render_all, stale_docs, write_docs
+from consumer.cli.main import main
 from schemas import DeadLetterHeaders, MemoryDecisionEvent, MemoryExtracted
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from consumer.auditlog import LogEntry, _refusal, parse_since, render_log, render_log_json
+from consumer.cli.auditlog import LogEntry, _refusal, parse_since, render_log, render_log_json
 from schemas import MemoryDecisionEvent, ReviewAction, ReviewStatus
 
 NOW = datetime(2026, 1, 2, 12, 0, tzinfo=UTC)

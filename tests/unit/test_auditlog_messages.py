@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from consumer.auditlog import LogEntry, _refusal, describe_decision, render_log
+from consumer.cli.auditlog import LogEntry, _refusal, render_log
+from consumer.domain.descriptions import describe_decision
 from schemas import Decision, DecisionReason, ReviewAction, ReviewStatus
 from tests.unit.test_auditlog import decision
 

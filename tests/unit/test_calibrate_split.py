@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from consumer.cli import main
-from consumer.engine.thresholds import Bands, ThresholdPolicy
-from consumer.quality import commands
+from consumer.cli import quality as commands
+from consumer.cli.main import main
+from consumer.domain.thresholds import Bands, ThresholdPolicy
 from consumer.quality.calibrate import (
     ALL_PAIRS,
     IN_SAMPLE,
@@ -335,7 +335,7 @@ def stub_model(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[float]]:
         )
 
     monkeypatch.setattr(commands, "_score", fake_score)
-    monkeypatch.setattr("consumer.logs.configure_logging", lambda **kwargs: None)
+    monkeypatch.setattr("consumer.observability.logs.configure_logging", lambda **kwargs: None)
     return given
 
 

@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from consumer.cli import build_parser
+from consumer.cli.main import build_parser
 
 
 def subparsers() -> dict[str, argparse.ArgumentParser]:

@@ -15,17 +15,18 @@ from typing import Any, ClassVar
 import pytest
 from aiokafka.errors import KafkaConnectionError
 
-import consumer.changelog
-import consumer.demo
-import consumer.producer
-import consumer.rebuild
-import consumer.replay
-import consumer.topics
-from consumer import cli
-from consumer.changelog import Changelog, ChangelogUnavailable
-from consumer.kafka_security import aiokafka_kwargs
-from consumer.replay import ReplayRefused, ResetTarget, reset_offsets
+import consumer.cli.demo
+import consumer.cli.produce
+import consumer.cli.rebuild
+import consumer.cli.replay
+import consumer.kafka.topics
+import consumer.state.changelog
+from consumer.cli import main as cli
+from consumer.cli.replay import ReplayRefused, ResetTarget, reset_offsets
+from consumer.errors import ChangelogUnavailable
+from consumer.kafka.security import aiokafka_kwargs
 from consumer.settings import Settings, load_settings
+from consumer.state.changelog import Changelog
 
 SASL = {"sasl_mechanism": "SCRAM-SHA-512", "sasl_username": "svc", "sasl_password": "s3cret"}
 EXPECTED = {
@@ -100,8 +101,8 @@ def without_connection(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 async def test_ensure_topics(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> None:
-    admin = recorder(monkeypatch, consumer.topics, "AIOKafkaAdminClient")
-    created = await consumer.topics.ensure_topics(settings)
+    admin = recorder(monkeypatch, consumer.kafka.topics, "AIOKafkaAdminClient")
+    created = await consumer.kafka.topics.ensure_topics(settings)
     assert len(created) == 8
     [kwargs] = admin.made
     assert kwargs["bootstrap_servers"] == "kafka:9092"
@@ -109,8 +110,8 @@ async def test_ensure_topics(monkeypatch: pytest.MonkeyPatch, settings: Settings
 
 
 async def test_produce_lines(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> None:
-    producer = recorder(monkeypatch, consumer.producer, "AIOKafkaProducer")
-    sent = await consumer.producer.produce_lines(
+    producer = recorder(monkeypatch, consumer.cli.produce, "AIOKafkaProducer")
+    sent = await consumer.cli.produce.produce_lines(
         [b'{"tenant_id": "a", "namespace": "b"}'],
         bootstrap_servers="kafka:9092",
         topic="in",
@@ -123,15 +124,15 @@ async def test_produce_lines(monkeypatch: pytest.MonkeyPatch, settings: Settings
 
 
 async def test_produce_lines_defaults_to_plaintext(monkeypatch: pytest.MonkeyPatch) -> None:
-    producer = recorder(monkeypatch, consumer.producer, "AIOKafkaProducer")
-    await consumer.producer.produce_lines([b"x"], bootstrap_servers="kafka:9092", topic="in")
+    producer = recorder(monkeypatch, consumer.cli.produce, "AIOKafkaProducer")
+    await consumer.cli.produce.produce_lines([b"x"], bootstrap_servers="kafka:9092", topic="in")
     assert producer.made == [
         {"bootstrap_servers": "kafka:9092", "acks": "all", "max_request_size": 1024 * 1024}
     ]
 
 
 async def test_changelog_reader(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> None:
-    reader = recorder(monkeypatch, consumer.changelog, "AIOKafkaConsumer")
+    reader = recorder(monkeypatch, consumer.state.changelog, "AIOKafkaConsumer")
     changelog = Changelog(
         topic="changes",
         bootstrap_servers="kafka:9092",
@@ -148,7 +149,7 @@ async def test_changelog_reader(monkeypatch: pytest.MonkeyPatch, settings: Setti
 async def test_changelog_reader_defaults_to_no_security_arguments(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    reader = recorder(monkeypatch, consumer.changelog, "AIOKafkaConsumer", fail=True)
+    reader = recorder(monkeypatch, consumer.state.changelog, "AIOKafkaConsumer", fail=True)
     changelog = Changelog(topic="changes", bootstrap_servers="kafka:9092", publisher=None)  # type: ignore[arg-type]
     with pytest.raises(ChangelogUnavailable):
         await changelog._consumer()
@@ -156,7 +157,7 @@ async def test_changelog_reader_defaults_to_no_security_arguments(
 
 
 async def test_replay(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> None:
-    group = recorder(monkeypatch, consumer.replay, "AIOKafkaConsumer", fail=True)
+    group = recorder(monkeypatch, consumer.cli.replay, "AIOKafkaConsumer", fail=True)
     with pytest.raises(ReplayRefused, match="cannot reach the brokers"):
         await reset_offsets(
             settings.kafka,
@@ -173,7 +174,7 @@ async def test_replay(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> No
 async def test_replay_defaults_to_plaintext(
     monkeypatch: pytest.MonkeyPatch, settings: Settings
 ) -> None:
-    group = recorder(monkeypatch, consumer.replay, "AIOKafkaConsumer", fail=True)
+    group = recorder(monkeypatch, consumer.cli.replay, "AIOKafkaConsumer", fail=True)
     with pytest.raises(ReplayRefused):
         await reset_offsets(
             settings.kafka, group="g", topic="in", target=ResetTarget(earliest=True)
@@ -182,22 +183,22 @@ async def test_replay_defaults_to_plaintext(
 
 
 async def test_rebuild_live_reader(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> None:
-    reader = recorder(monkeypatch, consumer.rebuild, "AIOKafkaConsumer", fail=True)
+    reader = recorder(monkeypatch, consumer.cli.rebuild, "AIOKafkaConsumer", fail=True)
     with pytest.raises(KafkaConnectionError):
-        await consumer.rebuild.read_live_decisions(settings)
+        await consumer.cli.rebuild.read_live_decisions(settings)
     assert without_connection(reader.made[0]) == EXPECTED
 
 
 async def test_demo_collect_outputs(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> None:
-    reader = recorder(monkeypatch, consumer.demo, "AIOKafkaConsumer")
-    assert await consumer.demo.collect_outputs(settings, expected=0, timeout_s=0.1) == []
+    reader = recorder(monkeypatch, consumer.cli.demo, "AIOKafkaConsumer")
+    assert await consumer.cli.demo.collect_outputs(settings, expected=0, timeout_s=0.1) == []
     assert without_connection(reader.made[0]) == EXPECTED
 
 
 async def test_tls_context_is_passed(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = load_settings(security={"tls": True})
-    admin = recorder(monkeypatch, consumer.topics, "AIOKafkaAdminClient")
-    await consumer.topics.ensure_topics(settings)
+    admin = recorder(monkeypatch, consumer.kafka.topics, "AIOKafkaAdminClient")
+    await consumer.kafka.topics.ensure_topics(settings)
     [kwargs] = admin.made
     assert kwargs["security_protocol"] == "SSL"
     assert isinstance(kwargs["ssl_context"], ssl.SSLContext)
@@ -222,8 +223,8 @@ def test_cli_produce_and_replay_pass_the_security(
         calls["replay"] = kwargs
         return {0: 0}
 
-    monkeypatch.setattr(consumer.producer, "produce_lines", fake_produce_lines)
-    monkeypatch.setattr(consumer.replay, "reset_offsets", fake_reset_offsets)
+    monkeypatch.setattr(consumer.cli.produce, "produce_lines", fake_produce_lines)
+    monkeypatch.setattr(consumer.cli.replay, "reset_offsets", fake_reset_offsets)
     events = tmp_path / "events.jsonl"
     events.write_text('{"tenant_id": "a"}\n')
     assert cli.main(["produce", str(events)]) == 0

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from consumer.engine import merge
-from consumer.engine.models import Scope
-from consumer.engine.normalize import content_hash, memory_id_for, normalize_content
-from consumer.metrics import ServiceMetrics
-from consumer.pipeline import BatchProcessor
-from consumer.records import InputRecord
+from consumer.domain import merge
+from consumer.domain.models import Scope
+from consumer.domain.normalize import content_hash, memory_id_for, normalize_content
+from consumer.kafka.records import InputRecord
+from consumer.observability.metrics import ServiceMetrics
+from consumer.service.processor import BatchProcessor
 from consumer.settings import TopicSettings
-from consumer.store.edge import EdgeMemoryStore
+from consumer.state.edge import EdgeMemoryStore
 from schemas import CommandResult, MemoryDecisionEvent, MemoryReversed
 
 from .conftest import EngineFactory
@@ -148,7 +148,7 @@ async def test_reversing_a_merge_whose_text_was_replaced_since_keeps_the_other_t
 ) -> None:
     """replace_with_newer: A, then B merged (text B), then C merged (text C). Reversing
     B's merge leaves C as the text and takes B out of the folded texts; A stays."""
-    from consumer.engine.thresholds import Bands, ThresholdPolicy
+    from consumer.domain.thresholds import Bands, ThresholdPolicy
 
     a, b, c = "User likes green tea", "User enjoys green tea", "User drinks green tea"
     embedder.set(a, base_vector())
@@ -374,7 +374,7 @@ async def test_commands_wait_for_the_store_when_failing_open(harness: Harness) -
 async def test_periodic_compaction_folds_a_large_scope_once_per_interval(
     make_engine: EngineFactory, store: EdgeMemoryStore, embedder: FakeEmbedder
 ) -> None:
-    from consumer.engine.thresholds import Bands, ThresholdPolicy
+    from consumer.domain.thresholds import Bands, ThresholdPolicy
     from consumer.settings import CompactionSettings
 
     embedder.set("User likes green tea", base_vector())
@@ -468,10 +468,10 @@ async def test_compaction_applies_the_namespace_merge_policy(
     expected_text: str,
     fallback: str | None,
 ) -> None:
-    from consumer.engine.dedup import DedupEngine
-    from consumer.engine.merge import MergeFailed, MergeText
-    from consumer.engine.recent import RecentCache
-    from consumer.engine.thresholds import Bands, ThresholdPolicy
+    from consumer.domain.dedup import DedupEngine
+    from consumer.domain.merge import MergeFailed, MergeText
+    from consumer.domain.recent import RecentCache
+    from consumer.domain.thresholds import Bands, ThresholdPolicy
 
     class StubMerger:
         def __init__(self, fail: bool) -> None:

@@ -17,8 +17,8 @@ from consumer.compaction import (
     guard_pair_veto,
     nearest_neighbours,
 )
-from consumer.engine.models import MemoryRecord, Scope
-from consumer.engine.thresholds import Bands
+from consumer.domain.models import MemoryRecord, Scope
+from consumer.domain.thresholds import Bands
 from schemas import Decision, MergePolicy
 
 from .helpers import FIXED_NOW

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 import pytest
 
 from consumer.compaction.plan import StoredState, local_judge, pair_veto
-from consumer.engine.models import MemoryRecord
-from consumer.engine.normalize import content_hash, normalize_content
-from consumer.engine.verifier import LocalVerifier, Verdict
+from consumer.domain.models import MemoryRecord
+from consumer.domain.normalize import content_hash, normalize_content
+from consumer.domain.verifier import LocalVerifier, Verdict
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -59,7 +59,7 @@ def test_reviewed_pairs_come_first_then_guards_then_the_verifier() -> None:
 
 
 def test_compaction_asks_the_local_verifier_never_an_llm() -> None:
-    from consumer.engine.verifier import LlmVerifier
+    from consumer.domain.verifier import LlmVerifier
 
     local = LocalVerifier.load()
     llm = LlmVerifier(base_url="http://127.0.0.1:9", model="m", fallback=local)
@@ -72,7 +72,7 @@ def test_a_changelogs_seen_updates_apply_to_the_memory_written_before_them() -> 
     from dataclasses import replace
 
     from consumer.compaction.plan import collect_points
-    from consumer.store import codec
+    from consumer.state import codec
 
     from .test_edge_storage import memory
 

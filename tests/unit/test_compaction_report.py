@@ -18,8 +18,8 @@ from consumer.compaction import (
     render_markdown,
     write_reports,
 )
-from consumer.engine.models import MemoryRecord
-from consumer.engine.thresholds import Bands
+from consumer.domain.models import MemoryRecord
+from consumer.domain.thresholds import Bands
 
 from .helpers import FIXED_NOW
 from .test_compaction_clusters import gram_vectors, memory

@@ -6,12 +6,12 @@ from collections.abc import Sequence
 
 import pytest
 
-from consumer.engine.dedup import DedupEngine
-from consumer.engine.recent import RecentCache
-from consumer.engine.thresholds import ThresholdPolicy
+from consumer.domain.dedup import DedupEngine
+from consumer.domain.recent import RecentCache
+from consumer.domain.thresholds import ThresholdPolicy
 from consumer.errors import EmbedderUnavailable
-from consumer.store.edge import EdgeMemoryStore
-from consumer.typing import Vectors
+from consumer.ports import Vectors
+from consumer.state.edge import EdgeMemoryStore
 from schemas import CheckName, Decision, DecisionReason
 
 from .helpers import DEFAULT_BANDS, FakeEmbedder, base_vector, make_candidate, unit_vector

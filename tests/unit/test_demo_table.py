@@ -3,7 +3,7 @@ counted apart from the memories."""
 
 from __future__ import annotations
 
-from consumer.demo import OutputRow, mark_copies, render_table, summary
+from consumer.cli.demo import OutputRow, mark_copies, render_table, summary
 
 
 def row(event_id: str, outcome: str, offset: int, partition: int = 2) -> OutputRow:

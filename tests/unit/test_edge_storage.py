@@ -26,16 +26,16 @@ from qdrant_edge import (
     UpdateOperation,
 )
 
-from consumer.engine.models import (
+from consumer.domain.models import (
     DecisionRecord,
     MemoryRecord,
     MergeSource,
     Scope,
     SimilarityQuery,
 )
-from consumer.engine.normalize import decision_id_for
-from consumer.store import codec, edge
-from consumer.store.edge import EdgeMemoryStore, stored_payload
+from consumer.domain.normalize import decision_id_for
+from consumer.state import codec, edge
+from consumer.state.edge import EdgeMemoryStore, stored_payload
 from schemas import Decision
 
 from .helpers import DIMENSION, FIXED_NOW, INPUT_TOPIC
@@ -320,8 +320,8 @@ async def test_with_a_changelog_the_shard_is_flushed_at_intervals(
 WRITE_AND_DIE = """
 import asyncio, os, sys
 from pathlib import Path
-from consumer.store import codec
-from consumer.store.edge import EdgeMemoryStore, stored_payload
+from consumer.state import codec
+from consumer.state.edge import EdgeMemoryStore, stored_payload
 
 async def main() -> None:
     store = EdgeMemoryStore(root=Path(sys.argv[1]), collection="memories", topic=sys.argv[2])

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from consumer.app import lowest_band
-from consumer.engine.dedup import DedupEngine
-from consumer.engine.models import MemoryRecord, Scope, SimilarityQuery
-from consumer.engine.thresholds import Bands, ThresholdPolicy
-from consumer.store.edge import EdgeMemoryStore
+from consumer.app.factory import lowest_band
+from consumer.domain.dedup import DedupEngine
+from consumer.domain.models import MemoryRecord, Scope, SimilarityQuery
+from consumer.domain.thresholds import Bands, ThresholdPolicy
+from consumer.state.edge import EdgeMemoryStore
 from schemas import Decision
 
 from .conftest import EngineFactory

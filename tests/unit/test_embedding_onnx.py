@@ -14,8 +14,8 @@ from tokenizers.models import WordLevel
 from tokenizers.pre_tokenizers import Whitespace
 from tokenizers.processors import TemplateProcessing
 
-from consumer import onnx_export
-from consumer.embedding import (
+from consumer.embedding import onnx_export
+from consumer.embedding.embedders import (
     OnnxEmbedder,
     available_cpus,
     cgroup_cpu_quota,

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from consumer.engine.dedup import DedupEngine
-from consumer.engine.models import BatchPlan, Candidate, MemoryRecord, MergeSource, Outcome
-from consumer.engine.recent import RecentCache
-from consumer.engine.thresholds import Bands, ThresholdPolicy
-from consumer.store.edge import EdgeMemoryStore
+from consumer.domain.dedup import DedupEngine
+from consumer.domain.models import BatchPlan, Candidate, MemoryRecord, MergeSource, Outcome
+from consumer.domain.recent import RecentCache
+from consumer.domain.thresholds import Bands, ThresholdPolicy
+from consumer.state.edge import EdgeMemoryStore
 from schemas import CheckName, Decision, DecisionReason
 
 from .conftest import EngineFactory
@@ -563,8 +563,8 @@ async def test_a_lookahead_that_no_longer_matches_is_dropped(
 def test_batch_state_reuses_model_rows_and_never_mistakes_another_list() -> None:
     import numpy as np
 
-    from consumer.engine.dedup import _BatchState
-    from consumer.engine.models import BatchPlan
+    from consumer.domain.dedup import _BatchState
+    from consumer.domain.models import BatchPlan
 
     state = _BatchState(plan=BatchPlan(partition=0), stored={}, vectors={}, neighbours={})
     row = np.array([0.6, 0.8], dtype=np.float32)

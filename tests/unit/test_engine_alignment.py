@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from consumer.engine.alignment import PairAligner
-from consumer.engine.dedup import DedupEngine
-from consumer.engine.guards import GuardName
-from consumer.engine.models import Outcome
-from consumer.engine.thresholds import Bands, ThresholdPolicy
-from consumer.store.edge import EdgeMemoryStore
+from consumer.domain.alignment import PairAligner
+from consumer.domain.dedup import DedupEngine
+from consumer.domain.guards import GuardName
+from consumer.domain.models import Outcome
+from consumer.domain.thresholds import Bands, ThresholdPolicy
+from consumer.state.edge import EdgeMemoryStore
 from schemas import Decision, DecisionReason
 
 from .conftest import EngineFactory

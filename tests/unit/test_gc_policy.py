@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 
-from consumer.gc_policy import THRESHOLDS, GcPolicy
+from consumer.cli.gc_policy import THRESHOLDS, GcPolicy
 
 
 async def test_start_freezes_the_startup_heap_and_raises_thresholds() -> None:

@@ -7,7 +7,7 @@ import typing
 
 import pytest
 
-from consumer.engine.guards import GuardName, GuardVeto, check_pair
+from consumer.domain.guards import GuardName, GuardVeto, check_pair
 from schemas import GuardReport
 
 # --- numbers: digits, number words, times, dates, weekdays, months, identifiers ---
@@ -407,7 +407,7 @@ def test_new_details_name_what_differs() -> None:
 
 
 def test_pair_signals_count_what_the_guards_see() -> None:
-    from consumer.engine.guards import pair_signals
+    from consumer.domain.guards import pair_signals
 
     signals = pair_signals("The gym is open at 9am", "The gym is closed at 10am")
     assert signals.quantities_differ == 2

@@ -17,8 +17,8 @@ from consumer.errors import (
     PublishFailed,
     StoreUnavailable,
 )
-from consumer.health import HealthServer, succeeds
-from consumer.metrics import ServiceMetrics, TimedEmbedder, component_of, hit_rate
+from consumer.observability.health import HealthServer, succeeds
+from consumer.observability.metrics import ServiceMetrics, TimedEmbedder, component_of, hit_rate
 
 from .helpers import FakeEmbedder
 

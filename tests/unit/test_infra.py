@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from consumer.metrics import ServiceMetrics
+from consumer.observability.metrics import ServiceMetrics
 from consumer.settings import (
     ConfigError,
     Settings,
@@ -274,8 +274,8 @@ def test_dashboard_panels_have_unique_ids() -> None:
 
 
 def test_the_topic_script_creates_every_topic_the_service_uses() -> None:
+    from consumer.kafka.topics import topic_names
     from consumer.settings import Settings
-    from consumer.topics import topic_names
 
     script = (REPO / "infra" / "create-topics.sh").read_text()
     listed = re.search(r"for topic in (.*?); do", script, re.DOTALL)

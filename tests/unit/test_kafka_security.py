@@ -14,7 +14,7 @@ from aiokafka import AIOKafkaConsumer
 from faststream.kafka.security import parse_security
 from faststream.security import BaseSecurity, SASLPlaintext, SASLScram256, SASLScram512
 
-from consumer.kafka_security import (
+from consumer.kafka.security import (
     aiokafka_kwargs,
     describe,
     faststream_security,

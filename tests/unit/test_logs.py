@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 import structlog
 
-from consumer.logs import configure_logging
+from consumer.observability.logs import configure_logging
 
 
 @pytest.fixture(autouse=True)
@@ -54,7 +54,7 @@ def test_stdlib_exceptions_stay_on_one_json_line(capsys: pytest.CaptureFixture[s
 
 def test_service_and_library_lines_interleave_as_json(capsys: pytest.CaptureFixture[str]) -> None:
     configure_logging(level="INFO", fmt="json")
-    structlog.get_logger("consumer.app").info("service_ready", group_id="g")
+    structlog.get_logger("consumer.app.factory").info("service_ready", group_id="g")
     logging.getLogger("aiokafka.consumer.group_coordinator").warning(
         "Heartbeat failed for group %s because it is rebalancing", "g"
     )

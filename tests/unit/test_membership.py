@@ -11,14 +11,14 @@ import pytest
 from aiokafka.consumer.group_coordinator import GroupCoordinator
 from aiokafka.errors import KafkaConnectionError
 
-from consumer.changelog import Changelog
 from consumer.errors import MembershipUnknown, PartitionsLost, TransientError
-from consumer.membership import GroupMembership
-from consumer.pipeline import BatchProcessor
-from consumer.records import OutgoingRecord
+from consumer.kafka.records import OutgoingRecord
+from consumer.service.processor import BatchProcessor
 from consumer.settings import KafkaSettings, TopicSettings
-from consumer.store import codec
-from consumer.store.edge import EdgeMemoryStore
+from consumer.state import codec
+from consumer.state.changelog import Changelog
+from consumer.state.edge import EdgeMemoryStore
+from consumer.state.membership import GroupMembership
 
 from .conftest import EngineFactory
 from .helpers import DIMENSION, FakeEmbedder, event_dict, make_record

@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from consumer.app import threshold_policy
-from consumer.engine import merge
-from consumer.engine.dedup import DedupEngine
-from consumer.engine.merge import (
+from consumer.app.factory import threshold_policy
+from consumer.domain import merge
+from consumer.domain.dedup import DedupEngine
+from consumer.domain.merge import (
     FOLDED_CHARS_LIMIT,
     FOLDED_TEXTS_LIMIT,
     LINEAGE_LIMIT,
@@ -27,13 +27,13 @@ from consumer.engine.merge import (
     seen_again,
     text_event_id,
 )
-from consumer.engine.models import Candidate, FoldedText, MemoryRecord, MergeSource, Outcome
-from consumer.engine.normalize import content_hash, normalize_content
-from consumer.engine.thresholds import Bands, ThresholdPolicy
-from consumer.pipeline import build_decision_event
+from consumer.domain.models import Candidate, FoldedText, MemoryRecord, MergeSource, Outcome
+from consumer.domain.normalize import content_hash, normalize_content
+from consumer.domain.thresholds import Bands, ThresholdPolicy
+from consumer.service.processor import build_decision_event
 from consumer.settings import ConfigError, load_settings
-from consumer.store import codec
-from consumer.store.edge import EdgeMemoryStore
+from consumer.state import codec
+from consumer.state.edge import EdgeMemoryStore
 from schemas import Decision, MergePolicy
 from schemas.events import MAX_ENTITIES, MAX_TOPICS
 from tests.chat_server import Completions, chat_completions_server

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from consumer.engine.normalize import (
+from consumer.domain.normalize import (
     DECISION_ID_NAMESPACE,
     MEMORY_ID_NAMESPACE,
     content_hash,

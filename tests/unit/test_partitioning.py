@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from aiokafka.partitioner import DefaultPartitioner, murmur2
 
-from consumer.partitioning import CachedDefaultPartitioner, canonical_partition, key_hash
+from consumer.kafka.partitioning import CachedDefaultPartitioner, canonical_partition, key_hash
 
 KEYS = [b"", b"a", b"tenant-1/prefs", "t\u00e9nant/\u2713".encode(), bytes(range(256)), b"x" * 1000]
 

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from consumer import pipeline
-from consumer.engine.normalize import decision_id_for, normalize_content
+from consumer.domain.normalize import decision_id_for, normalize_content
 from consumer.errors import PublishFailed
-from consumer.pipeline import BatchProcessor
-from consumer.records import InputRecord, OutgoingRecord
+from consumer.kafka.records import InputRecord, OutgoingRecord
+from consumer.service import processor as pipeline
+from consumer.service.processor import BatchProcessor
 from consumer.settings import TopicSettings
-from consumer.store.edge import EdgeMemoryStore
+from consumer.state.edge import EdgeMemoryStore
 from schemas import (
     DeadLetterCode,
     DeadLetterHeaders,
@@ -215,7 +215,7 @@ async def test_a_dead_letter_too_big_for_a_record_keeps_the_first_bytes_size_and
 ) -> None:
     import hashlib
 
-    from consumer.publisher import record_size
+    from consumer.kafka.publisher import record_size
 
     limit = 64 * 1024
     processor = BatchProcessor(

@@ -9,16 +9,16 @@ from collections.abc import Sequence
 
 import pytest
 
-from consumer.app import ConsumerService
-from consumer.engine.dedup import DedupEngine
-from consumer.engine.recent import RecentCache
-from consumer.engine.thresholds import ThresholdPolicy
+from consumer.app.factory import ConsumerService
+from consumer.domain.dedup import DedupEngine
+from consumer.domain.recent import RecentCache
+from consumer.domain.thresholds import ThresholdPolicy
 from consumer.errors import PartitionsLost, PublishFailed, PublishRejected
-from consumer.pipeline import BatchProcessor
-from consumer.records import OutgoingRecord
+from consumer.kafka.records import OutgoingRecord
+from consumer.ports import Vectors
+from consumer.service.processor import BatchProcessor
 from consumer.settings import RetrySettings, TopicSettings
-from consumer.store.edge import EdgeMemoryStore
-from consumer.typing import Vectors
+from consumer.state.edge import EdgeMemoryStore
 from schemas import DeadLetterHeaders, MemoryDecisionEvent
 
 from .helpers import DEFAULT_BANDS, FakeEmbedder, FakePublisher, event_dict, make_record

@@ -10,7 +10,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import MessageSizeTooLargeError
 
-from consumer.producer import (
+from consumer.cli.produce import (
     LineTooLarge,
     OversizedLine,
     first_oversized,

@@ -7,8 +7,8 @@ from typing import Any
 
 from aiokafka import TopicPartition
 
-from consumer.metrics import ServiceMetrics
-from consumer.progress import PartitionProgress
+from consumer.observability.metrics import ServiceMetrics
+from consumer.observability.progress import PartitionProgress
 
 
 class Clock:

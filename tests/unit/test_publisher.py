@@ -16,9 +16,9 @@ from aiokafka.errors import (
 )
 
 from consumer.errors import PermanentError, PublishFailed, PublishRejected, TransientError
-from consumer.publish_ledger import PublishLedger, ledger_keys
-from consumer.publisher import BrokerPublisher, record_size
-from consumer.records import OutgoingRecord
+from consumer.kafka.publish_ledger import PublishLedger, ledger_keys
+from consumer.kafka.publisher import BrokerPublisher, record_size
+from consumer.kafka.records import OutgoingRecord
 
 
 class HangingBroker:
@@ -62,7 +62,7 @@ async def test_acknowledged_records_return_their_offsets() -> None:
 def test_correlation_ids_are_uuid_shaped_and_unique() -> None:
     import uuid
 
-    from consumer.publisher import correlation_ids
+    from consumer.kafka.publisher import correlation_ids
 
     first, second = correlation_ids(), correlation_ids()
     ids = [next(first) for _ in range(1_000)] + [next(second) for _ in range(1_000)]

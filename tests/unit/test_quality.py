@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import yaml
 
-from consumer.cli import main
-from consumer.engine.normalize import content_hash, normalize_content
-from consumer.engine.thresholds import Bands, ThresholdPolicy
+from consumer.cli.main import main
+from consumer.domain.normalize import content_hash, normalize_content
+from consumer.domain.thresholds import Bands, ThresholdPolicy
 from consumer.quality.calibrate import (
     ALL_PAIRS,
     CurvePoint,
@@ -46,7 +46,7 @@ from consumer.quality.pairs import (
 from consumer.quality.plot import Series, encode_png, plot_curves
 from consumer.quality.rule import decide_pair, is_exact
 from consumer.settings import DedupSettings
-from consumer.store.edge import EdgeMemoryStore
+from consumer.state.edge import EdgeMemoryStore
 from schemas import Decision, DecisionReason
 
 from .conftest import EngineFactory

@@ -8,13 +8,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from consumer.engine.dedup import DedupEngine
-from consumer.engine.models import DecisionRecord, MemoryRecord
-from consumer.engine.recent import RecentCache
-from consumer.engine.thresholds import ThresholdPolicy
-from consumer.pipeline import BatchProcessor
+from consumer.domain.dedup import DedupEngine
+from consumer.domain.models import DecisionRecord, MemoryRecord
+from consumer.domain.recent import RecentCache
+from consumer.domain.thresholds import ThresholdPolicy
+from consumer.service.processor import BatchProcessor
 from consumer.settings import TopicSettings
-from consumer.store.server import QdrantServerStore
+from consumer.state.server import QdrantServerStore
 from schemas import MemoryDecisionEvent
 
 from .helpers import (

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import structlog
 
-import consumer.rebuild
-from consumer import cli
+import consumer.cli.rebuild
+from consumer.cli import main as cli
 
 
 @pytest.fixture(autouse=True)
@@ -40,12 +40,12 @@ def logging_rebuild(monkeypatch: pytest.MonkeyPatch) -> None:
     """A rebuild that logs as the reprocessing does, and decides nothing."""
 
     async def fake_rebuild(settings: Any, **kwargs: Any) -> Report:
-        log = structlog.get_logger("consumer.pipeline")
+        log = structlog.get_logger("consumer.service.processor")
         log.debug("decided", event_id="e1", decision="accepted")
         log.info("batch_done", records=1)
         return Report()
 
-    monkeypatch.setattr(consumer.rebuild, "rebuild", fake_rebuild)
+    monkeypatch.setattr(consumer.cli.rebuild, "rebuild", fake_rebuild)
 
 
 @pytest.mark.usefixtures("logging_rebuild")

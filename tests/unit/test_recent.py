@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from consumer.engine.recent import RecentCache
+from consumer.domain.recent import RecentCache
 
 
 class FakeClock:

@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 import pytest
 from aiokafka.errors import KafkaConnectionError
 
-import consumer.replay
-from consumer.replay import ReplayRefused, ResetTarget, reset_offsets, wait_until_empty
+import consumer.cli.replay
+from consumer.cli.replay import ReplayRefused, ResetTarget, reset_offsets, wait_until_empty
 from consumer.settings import KafkaSettings, SecuritySettings
 
 
@@ -106,7 +106,7 @@ async def test_each_check_nudges_the_coordinator_with_a_non_member_heartbeat() -
     await check(admin, wait_s=5)
     assert len(admin.sent) == admin.described == 2
     assert {type(request).__name__ for request in admin.sent} == {"HeartbeatRequest"}
-    assert all(request._member_id == consumer.replay._PROBE_MEMBER_ID for request in admin.sent)
+    assert all(request._member_id == consumer.cli.replay._PROBE_MEMBER_ID for request in admin.sent)
 
 
 async def test_a_group_error_is_refused_with_its_name() -> None:
@@ -144,8 +144,8 @@ class UnreachableAdmin:
 async def test_the_admin_client_gets_the_connection_security(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(consumer.replay, "AIOKafkaConsumer", lambda **kwargs: StartedConsumer())
-    monkeypatch.setattr(consumer.replay, "AIOKafkaAdminClient", UnreachableAdmin)
+    monkeypatch.setattr(consumer.cli.replay, "AIOKafkaConsumer", lambda **kwargs: StartedConsumer())
+    monkeypatch.setattr(consumer.cli.replay, "AIOKafkaAdminClient", UnreachableAdmin)
     security = SecuritySettings(
         sasl_mechanism="SCRAM-SHA-512", sasl_username="svc", sasl_password="s3cret"
     )

@@ -11,14 +11,14 @@ import pytest
 from aiokafka.errors import TopicAuthorizationFailedError
 from structlog.testing import capture_logs
 
-from consumer import retention as retention_module
-from consumer.changelog import _changes
 from consumer.errors import StoreUnavailable
-from consumer.metrics import ServiceMetrics
-from consumer.retention import DecisionRetention
+from consumer.kafka.topics import TopicRetention
+from consumer.observability.metrics import ServiceMetrics
+from consumer.service import retention as retention_module
+from consumer.service.retention import DecisionRetention
 from consumer.settings import RetentionSettings, load_settings
-from consumer.store import codec
-from consumer.topics import TopicRetention
+from consumer.state import codec
+from consumer.state.changelog import _changes
 
 HOUR = 3600.0
 

@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 import pytest
 from qdrant_client import AsyncQdrantClient, models
 
-from consumer.engine.models import SimilarityQuery
+from consumer.domain.models import SimilarityQuery
 from consumer.settings import ConfigError
-from consumer.store import codec
-from consumer.store.server import (
+from consumer.state import codec
+from consumer.state.server import (
     VECTOR_NAME,
     CollectionCopy,
     QdrantServerStore,

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
+from consumer.cli.tail import Printer, parse_record, table_header, tail_topics
 from consumer.settings import Settings, load_settings
-from consumer.tail import Printer, parse_record, table_header, tail_topics
 from schemas import DeadLetterCode, DeadLetterHeaders
 
 from .test_auditlog_messages import decision

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from consumer.engine.thresholds import Bands, ThresholdPolicy
+from consumer.domain.thresholds import Bands, ThresholdPolicy
 from schemas import Decision
 
 

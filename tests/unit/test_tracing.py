@@ -1,4 +1,4 @@
-"""Optional OpenTelemetry tracing (consumer.tracing): off by default."""
+"""Optional OpenTelemetry tracing (consumer.observability.tracing): off by default."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from consumer.observability.tracing import tracing_middlewares
 from consumer.settings import ConfigError, load_settings
-from consumer.tracing import tracing_middlewares
 
 HAVE_OTEL = (
     importlib.util.find_spec("opentelemetry") is not None

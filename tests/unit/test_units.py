@@ -1,12 +1,12 @@
-"""Amounts with units in base units (consumer.engine.units), and what the
+"""Amounts with units in base units (consumer.domain.units), and what the
 numbers guard makes of them. Sentences are written for these tests."""
 
 from __future__ import annotations
 
 import pytest
 
-from consumer.engine.guards import GuardName, check_pair
-from consumer.engine.units import unit_amounts
+from consumer.domain.guards import GuardName, check_pair
+from consumer.domain.units import unit_amounts
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from consumer.engine.models import Candidate, RecordRef
-from consumer.engine.normalize import content_hash, memory_id_for, normalize_content
-from consumer.validation import Rejection, parse_record
+from consumer.domain.models import Candidate, RecordRef
+from consumer.domain.normalize import content_hash, memory_id_for, normalize_content
+from consumer.service.validation import Rejection, parse_record
 from schemas import MAX_CONTENT_CHARS, DeadLetterCode
 
 from .helpers import RECORD_TS_MS, drop, event_dict, make_record

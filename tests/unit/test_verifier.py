@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from consumer.engine.dedup import DedupEngine
-from consumer.engine.guards import GuardName
-from consumer.engine.models import Candidate, Outcome
-from consumer.engine.recent import RecentCache
-from consumer.engine.thresholds import Bands, ThresholdPolicy
-from consumer.engine.verifier import (
+from consumer.domain.dedup import DedupEngine
+from consumer.domain.guards import GuardName
+from consumer.domain.models import Candidate, Outcome
+from consumer.domain.recent import RecentCache
+from consumer.domain.thresholds import Bands, ThresholdPolicy
+from consumer.domain.verifier import (
     DEFAULT_MODEL_PATH,
     FEATURE_NAMES,
     LlmVerifier,
@@ -27,7 +27,7 @@ from consumer.engine.verifier import (
 )
 from consumer.quality.rule import decide_pair
 from consumer.settings import ConfigError, load_settings
-from consumer.store.edge import EdgeMemoryStore
+from consumer.state.edge import EdgeMemoryStore
 from schemas import Decision
 from tests.chat_server import Completions, chat_completions_server
 

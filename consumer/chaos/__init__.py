@@ -1,0 +1,1 @@
+"""Fault injection for drills and tests, off unless configured."""

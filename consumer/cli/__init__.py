@@ -1,0 +1,1 @@
+"""The `memdedup` command line: one module per command family."""

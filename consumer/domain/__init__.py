@@ -1,0 +1,1 @@
+"""Decision logic: exact, recent and semantic checks, guards, alignment, thresholds, merges."""

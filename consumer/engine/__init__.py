@@ -1,1 +1,0 @@
-"""Pure deduplication logic: no Kafka, no FastStream."""

@@ -1,0 +1,1 @@
+"""Metrics, health endpoints, logs, tracing and partition progress."""

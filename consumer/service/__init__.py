@@ -1,0 +1,1 @@
+"""The batch processor and the handlers around it: validation, commands, retention, compaction."""

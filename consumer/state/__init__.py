@@ -1,0 +1,1 @@
+"""Durable state: the point codec, the stores, the changelog and partition membership."""

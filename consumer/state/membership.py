@@ -1,0 +1,126 @@
+"""Is this consumer still a member of its group's current generation?
+
+The fence around writes of state the group shares: changelog appends, and the
+writes of a store shared by the group (no changelog). A consumer the group has
+evicted (a stall longer than the session timeout, a rebalance it did not rejoin
+in time) keeps running its batch in flight, while the group hands its partitions
+to another consumer that restores the shard from the changelog and decides the
+same events again. Were the evicted one to append and publish after that
+restore, the same event would get two different decisions and its points would
+shadow the new owner's. Kafka fences such zombies only for transactional producers, which not
+every broker offers; this check asks the group coordinator instead, with a
+heartbeat of the consumer's own generation, around each such write:
+
+- before it, unless a recent answer still covers it: an evicted consumer
+  appends nothing;
+- after it, unless the append finished within that cover: what was appended
+  while the consumer was still a member precedes any new generation, hence any
+  restore by a next owner, so its decisions may be published.
+
+A heartbeat answered at time t keeps the member in the group until t plus the
+session timeout (no eviction without a missed session) and, in a rebalance,
+until it rejoins or the rebalance timeout ends; `lease_s` stays well inside both.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+import structlog
+from aiokafka import AIOKafkaConsumer
+from aiokafka import errors as kafka_errors
+from aiokafka.protocol.group import HeartbeatRequest
+
+from consumer.errors import MembershipUnknown, PartitionsLost
+from consumer.ports import MembershipFence
+
+log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
+
+# Answers that say it is not: evicted, behind a newer generation, or fenced by a
+# newer instance of the same static member (error 82, unnamed in aiokafka).
+_NOT_MEMBER = (kafka_errors.UnknownMemberIdError, kafka_errors.IllegalGenerationError)
+_FENCED_INSTANCE_ID = 82
+
+
+class GroupMembership:
+    """Confirms membership with the group coordinator of the bound consumer.
+
+    Unbound (no consumer group: tests, tools) it confirms nothing and never fails.
+    """
+
+    def __init__(self, *, lease_s: float) -> None:
+        self._lease_s = lease_s
+        self._consumer: AIOKafkaConsumer | None = None
+        # Monotonic time until which the last answer covers an append.
+        self._covered_until = 0.0
+        self.confirmations = 0
+
+    @classmethod
+    def for_group(cls, *, session_timeout_ms: int, rebalance_timeout_ms: int) -> GroupMembership:
+        # Half the shorter of the two: room for the heartbeat's own round trip.
+        return cls(lease_s=min(session_timeout_ms, rebalance_timeout_ms) / 2_000)
+
+    def bind(self, consumer: AIOKafkaConsumer) -> None:
+        if consumer is not self._consumer:
+            self._consumer = consumer
+            self._covered_until = 0.0
+
+    async def ensure(self) -> None:
+        """Return if still a member (now, or covered by a recent answer); raise
+        PartitionsLost if not, MembershipUnknown if the coordinator cannot say."""
+        if self._consumer is None or time.monotonic() < self._covered_until:
+            return
+        await self._confirm(self._consumer)
+
+    async def _confirm(self, consumer: AIOKafkaConsumer) -> None:
+        coordinator: Any = getattr(consumer, "_coordinator", None)
+        send = getattr(coordinator, "_send_req", None)
+        if coordinator is None or send is None or not hasattr(coordinator, "generation"):
+            # Not in a group (manual assignment), or an aiokafka without these
+            # internals: nothing to ask (tests/unit/test_membership.py pins them).
+            return
+        member_id = coordinator.member_id
+        generation = coordinator.generation
+        if not member_id or generation < 0:
+            # aiokafka itself learnt of the eviction and is rejoining.
+            raise PartitionsLost("this consumer is rejoining its group")
+        asked_at = time.monotonic()
+        try:
+            response = await send(HeartbeatRequest(coordinator.group_id, generation, member_id))
+        except kafka_errors.KafkaError as exc:
+            raise MembershipUnknown(f"group coordinator: {type(exc).__name__}") from exc
+        self.confirmations += 1
+        error = kafka_errors.for_code(response.error_code)
+        if error is kafka_errors.NoError:
+            self._covered_until = asked_at + self._lease_s
+            return
+        if error is kafka_errors.RebalanceInProgressError:
+            # A member now (a rebalance cannot finish without the members still to
+            # rejoin), but it may have begun long ago: this covers nothing later.
+            self._covered_until = asked_at
+            return
+        if error in _NOT_MEMBER or response.error_code == _FENCED_INSTANCE_ID:
+            log.warning("group_membership_lost", error=error.__name__, generation=generation)
+            raise PartitionsLost(f"the group coordinator answered {error.__name__}")
+        raise MembershipUnknown(f"group coordinator answered {error.__name__}")
+
+
+async def fenced(fence: MembershipFence | None, write: Awaitable[T]) -> T:
+    """Run a write of shared state (a changelog append, a shared store's write)
+    between two membership checks: nothing is written by a consumer already
+    evicted, and nothing written is acted on by one evicted meanwhile."""
+    if fence is None:
+        return await write
+    try:
+        await fence.ensure()
+    except BaseException:
+        if hasattr(write, "close"):
+            write.close()  # a coroutine never started: no "never awaited" warning
+        raise
+    result = await write
+    await fence.ensure()
+    return result

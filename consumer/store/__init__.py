@@ -1,1 +1,0 @@
-"""Vector store adapters: the embedded Qdrant engine and a Qdrant server."""
