@@ -54,10 +54,10 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from consumer.engine.alignment import PairAligner  # noqa: E402
-from consumer.engine.guards import check_pair  # noqa: E402
-from consumer.engine.normalize import normalize_content  # noqa: E402
-from consumer.engine.verifier import (  # noqa: E402
+from consumer.domain.alignment import PairAligner  # noqa: E402
+from consumer.domain.guards import check_pair  # noqa: E402
+from consumer.domain.normalize import normalize_content  # noqa: E402
+from consumer.domain.verifier import (  # noqa: E402
     DEFAULT_MODEL_PATH,
     FEATURE_NAMES,
     MODEL_FORMAT,
@@ -115,7 +115,7 @@ def embed(texts: Sequence[str], cache_dir: Path) -> dict[str, FloatArray]:
         known = dict(zip(stored["texts"].tolist(), stored["vectors"], strict=True))
     missing = [t for t in dict.fromkeys(texts) if t not in known]
     if missing:
-        from consumer.embedding import load_embedder
+        from consumer.embedding.embedders import load_embedder
         from consumer.settings import load_settings
 
         settings = load_settings()
@@ -321,7 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.perf_counter()
 
-    from consumer.logs import configure_logging
+    from consumer.observability.logs import configure_logging
 
     configure_logging(level="WARNING", fmt="console")
     split_pairs = [
