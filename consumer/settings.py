@@ -155,7 +155,7 @@ class KafkaSettings(BaseModel):
     # the session timeout) evicts busy members mid-batch. None: max_poll_interval_ms,
     # as Kafka's Java consumer does.
     rebalance_timeout_ms: Annotated[int, Field(ge=1_000)] | None = None
-    # 1024: ~15% more duplicates/s than 256 on the benchmark (bench/README.md), steady
+    # 1024: ~15% more duplicates/s than 256 on the benchmark (docs/performance-log.md), steady
     # latency unchanged (a batch holds what has arrived, up to this).
     batch_max_records: Annotated[int, Field(ge=1, le=10_000)] = 1024
     batch_timeout_ms: Annotated[int, Field(ge=1)] = 50
@@ -268,7 +268,7 @@ class EmbeddingSettings(BaseModel):
     # torch: sentence-transformers; onnx-int8 / onnx-fp32: onnxruntime on a model
     # exported once from the same weights (consumer.embedding.onnx_export; needs torch only then).
     # onnx-fp32 is the default: vectors identical to torch's (cosine >= 0.99999), so
-    # the calibrated thresholds hold, at ~1.9x torch's speed (bench/README.md).
+    # the calibrated thresholds hold, at ~1.9x torch's speed (docs/performance-log.md).
     # onnx-int8 is faster still but shifts similarities: recalibrate before using it.
     backend: Literal["torch", "onnx-int8", "onnx-fp32"] = "onnx-fp32"
     # Where exported ONNX models are cached; empty: `models/` under the data directory.

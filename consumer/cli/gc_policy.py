@@ -6,7 +6,7 @@ CPython's defaults (a young collection every 700 allocations, an older one every
 collections keep traversing them and promote them, and full collections then
 traverse the whole grown heap: in `bench/e2e.py` (20,000 mixed events, then
 20,000 exact duplicates) the defaults cost a quarter of the mixed throughput and
-a third of the duplicates' (bench/README.md). Here:
+a third of the duplicates' (docs/performance-log.md). Here:
 
 - young collections run every 50,000 allocations and older ones rarely;
 - what exists once the service has started (libraries, the model, settings) is

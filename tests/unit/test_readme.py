@@ -18,6 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 CONFIGURATION = ROOT / "docs" / "configuration.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
+# Pages beside the code, checked for links but not linked from the README.
+OTHER_PAGES = [ROOT / "bench" / "README.md", ROOT / "bench" / "pairs" / "README.md"]
 PREFIX = "MEMDEDUP_"
 ENV_NAME = re.compile(r"MEMDEDUP_[A-Z0-9_]+")
 # A table row whose first cell is exactly one backticked variable name.
@@ -207,7 +209,7 @@ def test_the_readme_is_short_and_links_every_page() -> None:
 
 def test_every_link_leads_to_a_file_and_heading() -> None:
     assert any(LINK.search(line) for line in prose_lines()), "expected links in README.md"
-    broken = {page.name: broken_links(page) for page in PAGES}
+    broken = {str(page.relative_to(ROOT)): broken_links(page) for page in [*PAGES, *OTHER_PAGES]}
     assert not any(broken.values()), f"links that lead nowhere: {broken}"
 
 
