@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from consumer.app.factory import create_app, runtime_of
+from consumer.app.factory import create_app
+from consumer.app.runtime import runtime_of
 from tests.integration.harness import StoreFactory, event, make_settings, produce, read_outputs
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

@@ -16,7 +16,8 @@ import pytest
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaTimeoutError
 
-from consumer.app.factory import create_app, runtime_of
+from consumer.app.factory import create_app
+from consumer.app.runtime import runtime_of
 from tests.integration.harness import (
     StoreFactory,
     decisions_by_event,

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from consumer.app.factory import ConsumerService
+from consumer.app.runner import ConsumerService
 from consumer.domain.dedup import DedupEngine
 from consumer.domain.recent import RecentCache
 from consumer.domain.thresholds import ThresholdPolicy
