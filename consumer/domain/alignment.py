@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Any, Final
 
-from consumer.domain.guards import GuardName, GuardVeto
+from consumer.domain.vetoes import GuardName, GuardVeto
 
 if TYPE_CHECKING:  # spaCy is imported lazily: loading it costs a few hundred ms.
     from spacy.language import Language

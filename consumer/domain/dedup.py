@@ -19,7 +19,7 @@ import numpy as np
 import structlog
 
 from consumer.domain.alignment import Alignment, PairAligner
-from consumer.domain.guards import GuardName, GuardVeto, check_pair, related_kind
+from consumer.domain.guards import check_pair
 from consumer.domain.merge import (
     MergeFailed,
     Merger,
@@ -47,6 +47,7 @@ from consumer.domain.recent import RecentCache, RecentEntry, ScopedHash
 from consumer.domain.reviewed import ReviewedPairs
 from consumer.domain.thresholds import Bands, ThresholdPolicy, lowest_band
 from consumer.domain.verifier import Verifier
+from consumer.domain.vetoes import GuardName, GuardVeto, related_kind
 from consumer.errors import EmbedderUnavailable
 from consumer.ports import Embedder, MemoryStore, Vectors
 from schemas import CheckName, Decision, DecisionReason, MergePolicy

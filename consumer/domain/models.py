@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from consumer.domain.guards import GuardVeto
+from consumer.domain.vetoes import GuardVeto
 from schemas import CheckName, Decision, DecisionReason, MemoryExtracted, MergePolicy
 
 

@@ -39,8 +39,9 @@ import httpx
 import structlog
 
 from consumer.domain.chat import ChatEndpoint, ChatFailed
-from consumer.domain.guards import GuardName, pair_signals, text_signals
+from consumer.domain.guards import pair_signals, text_signals
 from consumer.domain.normalize import content_hash, normalize_content
+from consumer.domain.vetoes import GuardName
 
 if TYPE_CHECKING:
     from consumer.settings import DedupSettings, VerifierSettings

@@ -23,10 +23,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from consumer.domain.alignment import PairAligner
-from consumer.domain.guards import GuardName, GuardVeto, check_pair
+from consumer.domain.guards import check_pair
 from consumer.domain.normalize import content_hash, normalize_content
 from consumer.domain.thresholds import Bands
 from consumer.domain.verifier import PairJudge
+from consumer.domain.vetoes import GuardName, GuardVeto
 from schemas import Decision, DecisionReason
 
 __all__ = ["PairDecision", "decide_pair", "is_exact", "pair_veto"]

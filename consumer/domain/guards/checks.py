@@ -1,0 +1,91 @@
+"""The entry points: check_pair (the first veto wins) and the signals the verifier reads."""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Final
+
+from consumer.domain.guards.negation import _antonym_clashes, _negation_veto
+from consumer.domain.guards.numbers import _numbers_veto, _Quantities, _quantities
+from consumer.domain.guards.order import _word_order_veto
+from consumer.domain.guards.relations import _relation_veto
+from consumer.domain.guards.text import _Words
+from consumer.domain.guards.words import _analyse_words
+from consumer.domain.vetoes import GuardVeto
+
+_CACHE_SIZE: Final = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class _Features:
+    quantities: _Quantities
+    words: _Words
+
+
+def _prepare(text: str) -> str:
+    text = unicodedata.normalize("NFC", text)
+    return text.replace("\u2019", "'").replace("\u2018", "'")
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _features(text: str) -> _Features:
+    """Per-text features; cached because the stored side recurs across events."""
+    prepared = _prepare(text)
+    return _Features(_quantities(prepared), _analyse_words(prepared.casefold()))
+
+
+def check_pair(existing: str, new: str) -> GuardVeto | None:
+    """Veto a semantic skip/merge of ``new`` into ``existing``, or None to allow it.
+
+    Guards run in order numbers, negation, word order; the first veto wins.
+    """
+    if existing == new:
+        return None
+    fa, fb = _features(existing), _features(new)
+    return (
+        _numbers_veto(fa.quantities, fb.quantities)
+        or _negation_veto(fa.words, fb.words)
+        or _word_order_veto(fa.words, fb.words)
+        or _relation_veto(fa.words, fb.words)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TextSignals:
+    """Per-text analysis shared with the verifier."""
+
+    content: tuple[str, ...]  # content stems in order ("I" / "my" / "the user" -> "user")
+    labels: tuple[str, ...]  # prepositions and subordinators in order
+    quantities: frozenset[str]
+    cues: int  # negation cues
+
+
+def text_signals(text: str) -> TextSignals:
+    features = _features(text)
+    words = features.words
+    return TextSignals(words.order, words.labels, features.quantities.raw, len(words.cues))
+
+
+@dataclass(frozen=True, slots=True)
+class PairSignals:
+    quantities_differ: int  # quantities on one side only
+    cues_differ: int  # |negation cues a - negation cues b|
+    antonym_clashes: int
+    relations_differ: int  # relation groups possessed on one side, unnamed on the other
+    same_bag_other_order: bool
+    veto: GuardVeto | None
+
+
+def pair_signals(existing: str, new: str) -> PairSignals:
+    fa, fb = _features(existing), _features(new)
+    wa, wb = fa.words, fb.words
+    return PairSignals(
+        quantities_differ=len(fa.quantities.raw ^ fb.quantities.raw),
+        cues_differ=abs(len(wa.cues) - len(wb.cues)),
+        antonym_clashes=len(_antonym_clashes(wa, wb)),
+        relations_differ=len((wa.relations - wb.mentioned) | (wb.relations - wa.mentioned)),
+        same_bag_other_order=wa.bag == wb.bag and wa.order != wb.order,
+        veto=check_pair(existing, new),
+    )

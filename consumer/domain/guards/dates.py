@@ -1,0 +1,111 @@
+"""Times, dates, weekdays and months, read into the forms the numbers guard compares."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Final
+
+from consumer.domain.guards.text import _SENTINEL
+
+# "9am", "9 am", "9:30 pm", "9.30pm", "9 a.m.", "9 AM".
+_TIME_12_RE: Final = re.compile(
+    r"(?<![\w:.])(\d{1,2})(?:[:.](\d{2}))?\s*([ap])\.?\s?m\b\.?", re.IGNORECASE
+)
+# "6 in the morning", "7 o'clock in the evening", "10 at night".
+_TIME_DAYPART_RE: Final = re.compile(
+    r"(?<![\w:.])(\d{1,2})(?::(\d{2}))?\s*(?:o'?clock\s+)?"
+    r"(in\s+the\s+morning|in\s+the\s+afternoon|in\s+the\s+evening|at\s+night|tonight)\b",
+    re.IGNORECASE,
+)
+# "09:00", "21:00", "9:00:00" (taken literally as a 24-hour clock).
+_TIME_24_RE: Final = re.compile(r"(?<![\w:.])(\d{1,2}):(\d{2})(?::\d{2})?(?![\d:])")
+_OCLOCK_RE: Final = re.compile(r"(?<![\w:.])(\d{1,2})\s*o'?clock\b", re.IGNORECASE)
+
+# "2026-08-09" and "06/2027": a date, spelled as the word pass spells one.
+_ISO_DATE_RE: Final = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})")
+_MONTH_YEAR_RE: Final = re.compile(r"(\d{1,2})/(\d{4})")
+_MONTH_NAMES: Final = (
+    "january", "february", "march", "april", "may", "june", "july", "august",
+    "september", "october", "november", "december",
+)  # fmt: skip
+
+_WEEKDAYS: Final[dict[str, str]] = {
+    d: d for d in ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+}
+_WEEKDAYS_EXTRA: Final[dict[str, str]] = {
+    "today": "today", "tomorrow": "tomorrow", "yesterday": "yesterday", "tonight": "tonight",
+    "weekend": "weekend", "weekday": "weekday",
+}  # fmt: skip
+_MONTHS: Final = frozenset(
+    {"january", "february", "march", "april", "june", "july", "august", "september",
+     "october", "november", "december"}
+)  # fmt: skip
+_ABBREVIATIONS: Final[dict[str, str]] = {
+    "mon": "monday", "tue": "tuesday", "tues": "tuesday", "wed": "wednesday",
+    "thu": "thursday", "thur": "thursday", "thurs": "thursday", "fri": "friday",
+    "sat": "saturday", "sun": "sunday", "jan": "january", "feb": "february",
+    "mar": "march", "apr": "april", "jun": "june", "jul": "july", "aug": "august",
+    "sep": "september", "sept": "september", "oct": "october", "nov": "november",
+    "dec": "december",
+}  # fmt: skip
+_AMBIGUOUS_ABBREVIATIONS: Final = frozenset({"jan", "mar", "sat", "sun", "aug"})
+_DATE_CUES: Final = frozenset({"every", "each", "on", "next", "last", "this", "until", "by"})
+# "may" is a month only in a date-like context ("in May", "May 3", mid-sentence "May").
+_MAY_CONTEXT: Final = frozenset(
+    {"in", "of", "since", "until", "till", "by", "early", "late", "mid", "next", "last",
+     "this", "during", "from", "before", "after", "through", "end", "start"}
+)  # fmt: skip
+_DAYPART_TIMES: Final[dict[str, str]] = {"noon": "12:00", "midday": "12:00", "midnight": "00:00"}
+
+
+def _clock(hour: int, minute: int) -> str:
+    return f"{hour:02d}:{minute:02d}"
+
+
+def _twelve_hour(hour: int, minute: int, pm: bool) -> str:
+    if 1 <= hour <= 12:
+        hour = hour % 12 + (12 if pm else 0)
+    return _clock(hour, minute)
+
+
+def _date_parts(token: str) -> list[str]:
+    """A numeric date as its parts, as "9 August 2026" gives them: year, month
+    name, day ("2026-08-09"); month and year ("06/2027"). Empty for anything else."""
+    iso = _ISO_DATE_RE.fullmatch(token)
+    if iso:
+        year, month, day = (int(part) for part in iso.groups())
+        if 1 <= month <= 12 and 1 <= day <= 31:
+            return [str(year), _MONTH_NAMES[month - 1], str(day)]
+    month_year = _MONTH_YEAR_RE.fullmatch(token)
+    if month_year:
+        month, year = int(month_year.group(1)), int(month_year.group(2))
+        if 1 <= month <= 12:
+            return [_MONTH_NAMES[month - 1], str(year)]
+    return []
+
+
+def _calendar_word(words: Sequence[str], lows: Sequence[str], i: int) -> str:
+    """Weekday, month, relative day or named time at ``i``, canonicalised, else ""."""
+    low = lows[i]
+    singular = low[:-1] if low.endswith("s") else low
+    if singular in _WEEKDAYS:
+        return _WEEKDAYS[singular]
+    if singular in _WEEKDAYS_EXTRA:
+        return _WEEKDAYS_EXTRA[singular]
+    if low in _MONTHS:
+        return low
+    if low in _DAYPART_TIMES:
+        return _DAYPART_TIMES[low]
+    prev = lows[i - 1] if i else ""
+    nxt = lows[i + 1] if i + 1 < len(lows) else ""
+    if low == "may":
+        if prev in _MAY_CONTEXT or _SENTINEL in (prev, nxt) or (i > 0 and words[i][0] == "M"):
+            return "may"
+        return ""
+    # "Wed", "Oct" are dates wherever they stand; "Jan", "Mar", "Sat", "Sun" also
+    # name people and things, so only beside a number or after "every", "on", ...
+    dated = low not in _AMBIGUOUS_ABBREVIATIONS or _SENTINEL in (prev, nxt) or prev in _DATE_CUES
+    if low in _ABBREVIATIONS and words[i][0].isupper() and dated:
+        return _ABBREVIATIONS[low]
+    return ""

@@ -1,0 +1,303 @@
+"""The numbers guard: quantities (numbers, times, dates, identifiers, URLs) that differ."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from consumer.domain.guards.dates import (
+    _ABBREVIATIONS,
+    _DAYPART_TIMES,
+    _MONTHS,
+    _OCLOCK_RE,
+    _TIME_12_RE,
+    _TIME_24_RE,
+    _TIME_DAYPART_RE,
+    _WEEKDAYS,
+    _WEEKDAYS_EXTRA,
+    _calendar_word,
+    _clock,
+    _date_parts,
+    _twelve_hour,
+)
+from consumer.domain.guards.text import _MAX_DETAIL, _SENTINEL
+from consumer.domain.units import unit_amounts
+from consumer.domain.vetoes import GuardName, GuardVeto
+
+_SENTINEL_PAD: Final = f" {_SENTINEL} "
+
+_URL_RE: Final = re.compile(
+    r"(?:https?://|www\.)[^\s<>\"']+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+", re.IGNORECASE
+)
+_URL_TRAIL: Final = ".,;:!?)]}'\""
+_SCHEME_RE: Final = re.compile(r"^(?:https?://)?(?:www\.)?")
+
+_THOUSANDS_RE: Final = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+# Any token holding a digit, with the letters and separators around it:
+# "2023", "3.12", "2023-05-01", "ABC-123", "x86_64", "16GB", "3rd", "v1.2".
+_DIGIT_TOKEN_RE: Final = re.compile(
+    r"(?<![^\W_])(?:[^\W_]+[-_./])*[^\W\d_]*\d[^\W_]*(?:[-_./][^\W_]+)*"
+)
+_INT_RE: Final = re.compile(r"\d+")
+_DECIMAL_RE: Final = re.compile(r"\d+(?:\.\d+)+")
+_VERSION_RE: Final = re.compile(r"v(\d+(?:\.\d+)*)")
+_UNIT_NUMBER_RE: Final = re.compile(r"(\d+(?:\.\d+)?)([^\W\d_]{1,3})")
+_DIGIT_SPLIT_RE: Final = re.compile(r"[-_./]")
+_NUMBER_COMPOUND_RE: Final = re.compile(r"(\d+(?:\.\d+)?)(k?)[-/](?:[a-z]+(?:-[a-z]+)*)")
+
+_ID_JOINERS_RE: Final = re.compile(r"[-_]")
+_QUANTITY_WORD_RE: Final = re.compile(rf"[^\W\d_]+(?:'[^\W\d_]+)?|{_SENTINEL}")
+
+_UNITS: Final[dict[str, int]] = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+    "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17,
+    "eighteen": 18, "nineteen": 19,
+    "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6,
+    "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10, "eleventh": 11,
+    "twelfth": 12, "thirteenth": 13, "fourteenth": 14, "fifteenth": 15,
+    "sixteenth": 16, "seventeenth": 17, "eighteenth": 18, "nineteenth": 19,
+    "twice": 2, "thrice": 3,
+}  # fmt: skip
+_TENS: Final[dict[str, int]] = {
+    "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
+    "seventy": 70, "eighty": 80, "ninety": 90,
+    "twentieth": 20, "thirtieth": 30, "fortieth": 40, "fiftieth": 50,
+    "sixtieth": 60, "seventieth": 70, "eightieth": 80, "ninetieth": 90,
+}  # fmt: skip
+_SCALES: Final[dict[str, int]] = {
+    "dozen": 12, "hundred": 100, "hundredth": 100, "thousand": 1000,
+    "thousandth": 1000, "million": 1_000_000, "billion": 1_000_000_000,
+}  # fmt: skip
+_SMALL_SCALES: Final = frozenset({"dozen", "hundred", "hundredth"})
+_NUMBER_WORDS: Final = frozenset(_UNITS) | frozenset(_TENS) | frozenset(_SCALES)
+_NOT_NUMBER_BEFORE_ONE: Final = frozenset(
+    {"no", "any", "every", "some", "each", "which", "this", "that", "the", "other", "another"}
+)
+# "a second" / "per second" / "one second" is a unit of time, not an ordinal.
+_NOT_ORDINAL_BEFORE_SECOND: Final = frozenset({"a", "per", "each", "split"})
+
+_URL_HINT_RE: Final = re.compile(r"https?://|www\.", re.IGNORECASE)
+# Amounts without a digit or number word: "half an hour", "a week".
+_UNIT_HINT_RE: Final = re.compile(r"\bhalf\s+an?\s", re.IGNORECASE)
+_HAS_DIGIT_RE: Final = re.compile(r"\d")
+# Every word the word-level pass could turn into a quantity; when none occurs it is skipped.
+_QUANTITY_VOCABULARY: Final = frozenset(
+    {*_NUMBER_WORDS, *_WEEKDAYS, *_WEEKDAYS_EXTRA, *_MONTHS, *_ABBREVIATIONS, *_DAYPART_TIMES,
+     "may"}
+    | {f"{day}s" for day in (*_WEEKDAYS, *_WEEKDAYS_EXTRA)}
+)  # fmt: skip
+
+
+def _plain_number(value: float) -> str:
+    return str(int(value)) if value == int(value) else f"{value:g}"
+
+
+def _canonical_digit_token(token: str) -> str:
+    """Canonical form of a token holding a digit: "1st"->"1", "v1.2"->"1.2", "ABC-123"->"abc123"."""
+    low = token.lower()
+    if _INT_RE.fullmatch(low):
+        return str(int(low))
+    compound = _NUMBER_COMPOUND_RE.fullmatch(low)
+    if compound:
+        # "2-bedroom", "4-year-old", "15.49/month": the number; the words after
+        # it are words ("two-bedroom" gives "2" too).
+        value, thousands = compound.groups()
+        if thousands:
+            return _plain_number(float(value) * 1000)
+        return str(int(value)) if value.isdigit() else value
+    if _DECIMAL_RE.fullmatch(low):
+        return low
+    if not any(c.isalpha() for c in low):
+        # Dates, ranges, phone numbers: keep the order, drop leading zeros.
+        parts = [p for p in _DIGIT_SPLIT_RE.split(low) if p]
+        return "-".join(str(int(p)) if p.isdigit() else p for p in parts)
+    version = _VERSION_RE.fullmatch(low)
+    if version:
+        return version.group(1)
+    unit = _UNIT_NUMBER_RE.fullmatch(low)
+    if unit:
+        value, suffix = unit.groups()
+        if suffix == "k" and value.isdigit():
+            return str(int(value) * 1000)
+        return str(int(value)) if value.isdigit() else value
+    return _ID_JOINERS_RE.sub("", low)
+
+
+@dataclass(frozen=True, slots=True)
+class _Quantities:
+    """A text's quantities as written (canonical forms), and the same with each
+    amount of a known unit in its base unit ("two weeks" -> "14 days")."""
+
+    raw: frozenset[str]
+    in_units: frozenset[str]
+    has_units: bool
+
+
+def _quantities(text: str) -> _Quantities:
+    raw = _extract_quantities(text)
+    amounts = unit_amounts(text) if raw or _UNIT_HINT_RE.search(text) else []
+    if not amounts:
+        return _Quantities(raw, raw, False)
+    plain = {amount.plain for amount in amounts if amount.plain}
+    return _Quantities(raw, (raw - plain) | {amount.base for amount in amounts}, True)
+
+
+def _extract_quantities(text: str) -> frozenset[str]:
+    """Every number, time, date, weekday, month and identifier in ``text``, canonicalised."""
+    found: list[str] = []
+
+    def url(match: re.Match[str]) -> str:
+        value = match.group(0).rstrip(_URL_TRAIL).lower()
+        found.append(_SCHEME_RE.sub("", value).rstrip("/"))
+        return _SENTINEL_PAD
+
+    def time12(match: re.Match[str]) -> str:
+        minute = int(match.group(2) or 0)
+        found.append(_twelve_hour(int(match.group(1)), minute, match.group(3).lower() == "p"))
+        return _SENTINEL_PAD
+
+    def daypart(match: re.Match[str]) -> str:
+        minute = int(match.group(2) or 0)
+        found.append(_twelve_hour(int(match.group(1)), minute, "morning" not in match.group(3)))
+        return _SENTINEL_PAD
+
+    def time24(match: re.Match[str]) -> str:
+        found.append(_clock(int(match.group(1)), int(match.group(2))))
+        return _SENTINEL_PAD
+
+    def oclock(match: re.Match[str]) -> str:
+        found.append(_clock(int(match.group(1)), 0))
+        return _SENTINEL_PAD
+
+    def digits(match: re.Match[str]) -> str:
+        found.extend(_date_parts(match.group(0)) or [_canonical_digit_token(match.group(0))])
+        return _SENTINEL_PAD
+
+    rest = text
+    # Cheap pre-checks keep the common, number-free memory on the fast path.
+    if "@" in rest or _URL_HINT_RE.search(rest):
+        rest = _URL_RE.sub(url, rest)
+    if _HAS_DIGIT_RE.search(rest):
+        rest = _TIME_12_RE.sub(time12, rest)
+        rest = _TIME_DAYPART_RE.sub(daypart, rest)
+        rest = _TIME_24_RE.sub(time24, rest)
+        rest = _OCLOCK_RE.sub(oclock, rest)
+        rest = _THOUSANDS_RE.sub("", rest)
+        rest = _DIGIT_TOKEN_RE.sub(digits, rest)
+    words = _QUANTITY_WORD_RE.findall(rest)
+    if not _QUANTITY_VOCABULARY.isdisjoint(w.lower() for w in words):
+        found.extend(_word_quantities(words))
+    return frozenset(found)
+
+
+def _word_quantities(words: Sequence[str]) -> list[str]:
+    """Number words ("twenty-five", "a hundred", "third"), weekdays, months, noon/midnight."""
+    found: list[str] = []
+    lows = [w.lower() for w in words]
+    total = current = 0
+    last = ""  # kind of the previous number word: "unit", "tens", "scale" or "" (no run)
+
+    def flush() -> None:
+        nonlocal total, current, last
+        if last:
+            found.append(str(total + current))
+        total = current = 0
+        last = ""
+
+    for i, low in enumerate(lows):
+        prev = lows[i - 1] if i else ""
+        nxt = lows[i + 1] if i + 1 < len(lows) else ""
+        if low in _UNITS and not _not_a_number(low, prev, last):
+            if last == "unit":
+                flush()  # "two three" is two numbers
+            current += _UNITS[low]
+            last = "unit"
+        elif low in _TENS:
+            if last in ("unit", "tens"):
+                flush()
+            current += _TENS[low]
+            last = "tens"
+        elif low in _SCALES and (last or prev == "a"):
+            if low in _SMALL_SCALES:
+                current = max(current, 1) * _SCALES[low]
+            else:
+                total += max(current, 1) * _SCALES[low]
+                current = 0
+            last = "scale"
+        elif low == "and" and last and nxt in _NUMBER_WORDS:
+            continue  # "one hundred and five"
+        elif low == "other" and prev == "every":
+            flush()
+            found.append("2")  # "every other week" is "every second week"
+        elif last and low in ("am", "pm", "o'clock") and total == 0 and 0 < current <= 12:
+            hour = current
+            total = current = 0
+            last = ""
+            found.append(
+                _clock(hour, 0) if low == "o'clock" else _twelve_hour(hour, 0, low == "pm")
+            )
+        else:
+            flush()
+            value = _calendar_word(words, lows, i)
+            if value:
+                found.append(value)
+    flush()
+    return found
+
+
+def _not_a_number(low: str, prev: str, last: str) -> bool:
+    """Tell "a second", "at first", "no one", "every one" from numbers."""
+    if low == "second":
+        return prev in _NOT_ORDINAL_BEFORE_SECOND or prev == _SENTINEL or bool(last)
+    if low == "first":
+        return prev == "at"
+    if low == "one":
+        return prev in _NOT_NUMBER_BEFORE_ONE
+    return False
+
+
+def _format_values(values: Iterable[str]) -> str:
+    ordered = sorted(values)
+    if not ordered:
+        return "none"
+    shown = ", ".join(repr(v[:24]) for v in ordered[:4])
+    more = f", +{len(ordered) - 4}" if len(ordered) > 4 else ""
+    return "{" + shown + more + "}"
+
+
+def _numbers_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
+    """Veto when the canonical quantities differ as sets.
+
+    Caught: digits in any form (times with am/pm or 24h, dates, amounts, versions,
+    "1,000" = "1000", "3" = "three" = "3rd" = "third"), number words up to
+    billions, weekdays/months/today/tomorrow, identifiers ("ABC-123"), URLs and
+    emails; also one side having a quantity the other lacks ("a cat" / "3 cats").
+    A lone "one"/"1" against no quantity at all is not a veto ("a dog" / "one dog").
+
+    Limitations: sets, not sequences: "from 3 to 5" / "from 5 to 3" is equal
+    here and left to the word-order guard ("between 3 and 5" / "between 5 and
+    3" passes both, on purpose), and repeats do not count ("2 cats and 2
+    dogs" = "2 cats"); amounts with a known unit (consumer.domain.units)
+    compare in base units ("two weeks" = "14 days", "2 hours" != "2 days"; a
+    unit on one side only is not a difference, as the unit may be unknown or
+    left out: "4 y/o" / "4 years old"); other units are ignored ("5 miles" =
+    "5"), as are currencies ("$5" = "5 euros"); "9:00" without am/pm is read as 09:00, so "9:00" / "9pm" vetoes;
+    ordinals equal cardinals ("third" = "3"); "second" / "first" in a
+    non-numeric sense ("second opinion") count; "May" and "march" are told
+    from the modal and the verb by context only; a letters+digits token is one
+    identifier, so "python3" / "Python 3" vetoes; "no cats" / "zero cats" vetoes.
+    """
+    a, b = qa.raw, qb.raw
+    if qa.in_units == qb.in_units:
+        return None  # the same amounts, in the same or in other units
+    if a == b:
+        if not (qa.has_units and qb.has_units):
+            return None
+        a, b = qa.in_units, qb.in_units  # "every 2 hours" / "every 2 days"
+    if (not a and b == {"1"}) or (not b and a == {"1"}):
+        return None
+    detail = f"numbers differ: {_format_values(a - b)} vs {_format_values(b - a)}"
+    return GuardVeto(GuardName.NUMBERS, detail[:_MAX_DETAIL])
