@@ -30,7 +30,7 @@ from consumer.quality.evaluate import (
     render_evaluation,
 )
 from consumer.quality.pairs import LabelledPair, PairFileError, load_pairs
-from consumer.quality.plot import write_png
+from consumer.quality.plot import MISSING_MATPLOTLIB, have_matplotlib
 from consumer.settings import Settings, load_settings
 
 __all__ = ["CALIBRATION_REFUSED", "run_calibrate", "run_evaluate"]
@@ -184,6 +184,10 @@ def run_calibrate(
             file=sys.stderr,
         )
         return 2
+    if png is not None and not have_matplotlib():
+        # Before the model loads: the plot is drawn last.
+        print(f"memdedup calibrate: --png: {MISSING_MATPLOTLIB}", file=sys.stderr)
+        return 2
     prepared = _prepare("calibrate", pairs_file, config)
     if prepared is None:
         return 2
@@ -209,7 +213,7 @@ def run_calibrate(
     code = 0 if result.overall.refused is None else CALIBRATION_REFUSED
     snippet = yaml_snippet(result, model_id=str(scored.model["model_id"]))
     if png is not None:
-        write_png(png, calibration_plot(result))
+        png.write_bytes(calibration_plot(result))
     if as_json:
         document = {
             "pairs_file": str(pairs_file),

@@ -53,7 +53,7 @@ from consumer.domain.thresholds import Bands, ThresholdPolicy
 from consumer.domain.verifier import PairJudge
 from consumer.quality.metrics import Confusion
 from consumer.quality.pairs import LabelledPair, split_of
-from consumer.quality.plot import Canvas, Series, plot_curves
+from consumer.quality.plot import Series, plot_curves
 from consumer.quality.rule import is_exact, pair_veto
 
 __all__ = [
@@ -610,9 +610,10 @@ def render_calibration(calibration: Calibration, *, rows: Sequence[float] | None
     return "\n".join(lines)
 
 
-def calibration_plot(calibration: Calibration) -> Canvas:
-    """Precision over recall as the merge threshold moves (calibration pairs); filled
-    marker: proposed (none when refused), hollow marker: configured."""
+def calibration_plot(calibration: Calibration) -> bytes:
+    """A PNG of precision over recall as the merge threshold moves (calibration
+    pairs); filled marker: proposed (none when refused), hollow marker: configured.
+    Needs matplotlib (the `reports` extra)."""
     series: list[Series] = []
     for g in calibration.groups:
         if g.fallback:
@@ -641,6 +642,7 @@ def calibration_plot(calibration: Calibration) -> Canvas:
         series,
         title="precision / recall over the merge threshold",
         hline=(calibration.target, f"p = {calibration.target:g}"),
+        marker_labels=("proposed", "configured"),
     )
 
 

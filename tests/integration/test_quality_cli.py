@@ -167,8 +167,13 @@ def test_calibrate_split_file_reports_test_figures_and_refuses_an_unreachable_ta
         == (counts["test"])
     )
 
-    text = run_cli("calibrate", str(pairs), "--target-precision", "0.5", data_dir=data)
+    png = tmp_path / "curve.png"
+    text = run_cli(
+        "calibrate", str(pairs), "--target-precision", "0.5", "--png", str(png), data_dir=data
+    )
     assert text.returncode == 0, text.stderr[-3000:]
+    assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert f"precision/recall curve written to {png}" in text.stdout
     assert (
         f"calibrated on: train+dev ({calibration_pairs} pairs); "
         f"test: {counts['test']} held-out pairs" in text.stdout

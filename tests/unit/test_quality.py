@@ -1,14 +1,13 @@
 """consumer.quality without a model: the pairs format, the decision rule (checked
-against DedupEngine itself), metrics, evaluation, calibration and the PNG writer."""
+against DedupEngine itself), metrics, evaluation, calibration and the PNG plot."""
 
 from __future__ import annotations
 
+import io
 import json
-import struct
-import zlib
+import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 import yaml
 
@@ -43,7 +42,7 @@ from consumer.quality.pairs import (
     parse_pair,
     parse_pairs,
 )
-from consumer.quality.plot import Series, encode_png, plot_curves
+from consumer.quality.plot import MISSING_MATPLOTLIB, Series, plot_curves
 from consumer.quality.rule import decide_pair, is_exact
 from consumer.settings import DedupSettings
 from consumer.state.edge import EdgeMemoryStore
@@ -497,49 +496,45 @@ def test_calibrate_rejects_a_bad_target() -> None:
 # --------------------------------------------------------------------------
 
 
-def _png_chunks(data: bytes) -> dict[bytes, bytes]:
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    chunks: dict[bytes, bytes] = {}
-    at = 8
-    while at < len(data):
-        (length,) = struct.unpack(">I", data[at : at + 4])
-        kind = data[at + 4 : at + 8]
-        body = data[at + 8 : at + 8 + length]
-        (crc,) = struct.unpack(">I", data[at + 8 + length : at + 12 + length])
-        assert crc == zlib.crc32(kind + body) & 0xFFFFFFFF
-        chunks[kind] = chunks.get(kind, b"") + body
-        at += 12 + length
-    return chunks
+def _image(png: bytes) -> tuple[tuple[int, int], int]:
+    """(width, height) and the number of distinct colours of a PNG."""
+    from PIL import Image
 
-
-def test_encode_png_round_trips_pixels() -> None:
-    canvas = np.zeros((3, 2, 3), dtype=np.uint8)
-    canvas[1, 1] = (255, 10, 20)
-    chunks = _png_chunks(encode_png(canvas))
-    width, height, depth, colour = struct.unpack(">IIBB", chunks[b"IHDR"][:10])
-    assert (width, height, depth, colour) == (2, 3, 8, 2)
-    raw = zlib.decompress(chunks[b"IDAT"])
-    rows = [raw[i * 7 : (i + 1) * 7] for i in range(3)]
-    assert all(row[0] == 0 for row in rows)  # filter byte
-    assert rows[1][4:7] == bytes((255, 10, 20))
-    with pytest.raises(ValueError, match="uint8"):
-        encode_png(np.zeros((2, 2), dtype=np.uint8))
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    with Image.open(io.BytesIO(png)) as image:
+        colours = image.convert("RGB").getcolors(maxcolors=1 << 24) or []
+        return image.size, len(colours)
 
 
 def test_plot_and_calibration_plot_draw_something() -> None:
-    canvas = plot_curves(
+    png = plot_curves(
         [Series("a", [(0.0, 1.0), (0.5, 0.9), (1.0, 0.6)], markers=[(0.5, 0.9)])],
         title="test",
         hline=(0.97, "p"),
         size=(400, 300),
     )
-    assert canvas.shape == (300, 400, 3)
-    assert (canvas != 255).any()
+    size, colours = _image(png)
+    assert size == (400, 300)
+    assert colours > 2
     pairs, sims = _synthetic("ns", 15, 10, 0.9, 0.6)
     result = calibrate(pairs, sims, ThresholdPolicy(default=BANDS), target=0.97, guards=False)
-    image = calibration_plot(result)
-    assert image.dtype == np.uint8
-    assert image.ndim == 3
+    size, colours = _image(calibration_plot(result))
+    assert size == (900, 600)
+    assert colours > 2
+
+
+def test_calibrate_png_without_matplotlib_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` fails
+    png = tmp_path / "curve.png"
+    code = main(["calibrate", str(SHIPPED), "--target-precision", "0.97", "--png", str(png)])
+
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err == f"memdedup calibrate: --png: {MISSING_MATPLOTLIB}\n"
+    assert "pip install 'memdedup[reports]'" in err
+    assert not png.exists()
 
 
 # --------------------------------------------------------------------------
