@@ -276,6 +276,10 @@ class EmbeddingSettings(BaseModel):
     # Model batches run at once, each on one thread (0: one per CPU available,
     # within a cgroup CPU quota).
     onnx_threads: Annotated[int, Field(ge=0)] = 0
+    # Embed each text with the user named one way: first person ("I", "my", "me")
+    # and "the user" become "user", so "I like climbing" meets "User likes
+    # climbing" in the merge band. Hashes and stored texts keep the original words.
+    same_subject: bool = True
 
 
 class RetrySettings(BaseModel):

@@ -23,7 +23,7 @@ from consumer.domain.merge import build_merger
 from consumer.domain.recent import RecentCache
 from consumer.domain.thresholds import Bands, ThresholdPolicy, lowest_band
 from consumer.domain.verifier import build_verifier
-from consumer.embedding.embedders import load_embedder
+from consumer.embedding.embedders import load_embedder, with_subject_form
 from consumer.kafka.partitioning import CachedDefaultPartitioner
 from consumer.kafka.publisher import BrokerPublisher
 from consumer.kafka.security import aiokafka_kwargs, faststream_security
@@ -207,6 +207,8 @@ async def start_service(
     await warn_if_shorter_than_input(settings)
     if runtime.embedder is None:
         runtime.embedder = await load_embedder(settings.embedding, data_dir=settings.qdrant.path)
+    # An injected embedder compares texts as a loaded one does.
+    runtime.embedder = with_subject_form(runtime.embedder, settings.embedding)
     if runtime.store is None:
         runtime.store = build_store(
             settings.qdrant,

@@ -87,3 +87,39 @@ def memory_id_for(tenant_id: str, namespace: str, hash_hex: str) -> str:
 def decision_id_for(event_id: str) -> str:
     """UUIDv5 of the event id: a replayed event keeps its decision id."""
     return uuid5_text(DECISION_ID_NAMESPACE, event_id)
+
+
+# The user is named in the first person ("I", "my", "me", "I'm") or the third ("the
+# user", "User's"). Pronouns are a closed class, so one pattern covers them; the
+# embedding model is uncased, so "user" and "User" are the same tokens.
+_APOSTROPHE: Final = "['\u2019]"
+_SUBJECT_FORMS: Final = {
+    "i'm": "user is",
+    "i am": "user is",
+    "i've": "user has",
+    "i'd": "user would",
+    "i'll": "user will",
+    "i": "user",
+    "my": "user's",
+    "me": "user",
+    "myself": "user",
+    "the user": "user",
+}
+_SUBJECT: Final = re.compile(
+    rf"\b(?:i{_APOSTROPHE}(?:m|ve|d|ll)|i am|my|myself|me|the user"
+    # A lone "i" only before a word: not "World War I" or "Part I".
+    r"|i(?= [^\W\d_]))\b",
+    re.IGNORECASE,
+)
+
+
+def _subject(match: re.Match[str]) -> str:
+    found = re.sub(_APOSTROPHE, "'", match.group(0).lower())
+    return _SUBJECT_FORMS[found]
+
+
+def subject_form(text: str) -> str:
+    """The text with the user named one way, as the embedder sees it: "I like
+    climbing" and "User likes climbing" embed alike. Hashes and stored texts keep
+    the original words; only similarity is computed on this form."""
+    return _SUBJECT.sub(_subject, text)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import structlog
 
+from consumer.domain.normalize import subject_form
 from consumer.embedding.model_files import packaged_model_path
 from consumer.embedding.onnx_export import TOKENIZER_FILE, ensure_onnx_model
 from consumer.errors import EmbedderUnavailable
@@ -365,21 +366,53 @@ def _ratio(quota: str, period: str) -> float | None:
     return share if share > 0 else None
 
 
+class SubjectFormEmbedder:
+    """Embeds each text's `subject_form`: the user named one way ("I like X",
+    "User likes X" and "The user likes X" embed alike)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self._inner = inner
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        return await self._inner.embed([subject_form(text) for text in texts])
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+def with_subject_form(embedder: Embedder, settings: EmbeddingSettings) -> Embedder:
+    """`embedder` behind `SubjectFormEmbedder` when `settings.same_subject` (once)."""
+    if not settings.same_subject or isinstance(embedder, SubjectFormEmbedder):
+        return embedder
+    return SubjectFormEmbedder(embedder)
+
+
 async def load_embedder(settings: EmbeddingSettings, *, data_dir: Path) -> Embedder:
     """The embedder `settings.backend` names. ONNX models are exported once and
     cached under `settings.onnx_cache_dir`, else `data_dir / "models"`."""
+    model: Embedder
     if settings.backend == "torch":
-        return await SentenceTransformerEmbedder.load(
+        model = await SentenceTransformerEmbedder.load(
             model_path=settings.model_path,
             model_id=settings.model_id,
             batch_size=settings.batch_size,
             torch_threads=settings.torch_threads,
         )
-    return await OnnxEmbedder.load(
-        cache_dir=settings.onnx_cache_dir or data_dir / "models",
-        model_path=settings.model_path,
-        model_id=settings.model_id,
-        batch_size=settings.batch_size,
-        quantized=settings.backend == "onnx-int8",
-        threads=settings.onnx_threads,
-    )
+    else:
+        model = await OnnxEmbedder.load(
+            cache_dir=settings.onnx_cache_dir or data_dir / "models",
+            model_path=settings.model_path,
+            model_id=settings.model_id,
+            batch_size=settings.batch_size,
+            quantized=settings.backend == "onnx-int8",
+            threads=settings.onnx_threads,
+        )
+    return with_subject_form(model, settings)
