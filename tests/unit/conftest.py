@@ -9,6 +9,7 @@ import pytest
 
 from consumer.domain.alignment import PairAligner
 from consumer.domain.dedup import DedupEngine
+from consumer.domain.merge import Merger
 from consumer.domain.recent import RecentCache
 from consumer.domain.thresholds import ThresholdPolicy
 from consumer.state.edge import EdgeMemoryStore
@@ -48,10 +49,12 @@ def make_engine(store: EdgeMemoryStore, embedder: FakeEmbedder) -> EngineFactory
         search_limit: int = 5,
         guards: bool = True,
         aligner: PairAligner | None = None,
+        merger: Merger | None = None,
     ) -> DedupEngine:
         return DedupEngine(
             guards=guards,
             aligner=aligner,
+            merger=merger,
             store=store,
             embedder=embedder,
             policy=policy if policy is not None else ThresholdPolicy(default=DEFAULT_BANDS),

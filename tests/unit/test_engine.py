@@ -563,10 +563,10 @@ async def test_a_lookahead_that_no_longer_matches_is_dropped(
 def test_batch_state_reuses_model_rows_and_never_mistakes_another_list() -> None:
     import numpy as np
 
-    from consumer.domain.dedup import _BatchState
+    from consumer.domain.batch import BatchState
     from consumer.domain.models import BatchPlan
 
-    state = _BatchState(plan=BatchPlan(partition=0), stored={}, vectors={}, neighbours={})
+    state = BatchState(plan=BatchPlan(partition=0), stored={}, vectors={}, neighbours={})
     row = np.array([0.6, 0.8], dtype=np.float32)
     vector = state.keep_vector("a text", row)
     assert vector == row.tolist()

@@ -66,10 +66,7 @@ def vectors(embedder: FakeEmbedder) -> FakeEmbedder:
 
 def engine_with(make_engine: EngineFactory, policy: MergePolicy, **kwargs: Any) -> DedupEngine:
     bands = Bands(duplicate_threshold=0.90, merge_threshold=0.80, merge_policy=policy)
-    engine = make_engine(policy=ThresholdPolicy(default=bands))
-    for name, value in kwargs.items():
-        setattr(engine, f"_{name}", value)
-    return engine
+    return make_engine(policy=ThresholdPolicy(default=bands), **kwargs)
 
 
 def cand(event_id: str, content: str, offset: int = 0, **extra: Any) -> Candidate:

@@ -1,0 +1,158 @@
+"""Whether a match that reaches a band may be skipped or merged into: a reviewer's
+separation, the guards, the parse alignment and the verifier, in that order (the
+first veto keeps the pair apart), and the parses the alignment will need, primed."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import numpy as np
+
+from consumer.domain.alignment import Alignment, PairAligner
+from consumer.domain.batch import BatchState
+from consumer.domain.guards import check_pair
+from consumer.domain.models import Candidate, GuardHit, MemoryRecord, Scope, ScoredMemory
+from consumer.domain.reviewed import ReviewedPairs
+from consumer.domain.thresholds import Bands
+from consumer.domain.verifier import Verifier
+from consumer.domain.vetoes import GuardName, GuardVeto
+from schemas import Decision
+
+
+class MatchVetter:
+    """The vetoes on one engine's matches (`DedupEngine`)."""
+
+    def __init__(
+        self,
+        *,
+        guards: bool,
+        reviewed: ReviewedPairs,
+        aligner: PairAligner | None,
+        verifier: Verifier | None,
+        full_matches_from: float,
+    ) -> None:
+        self._guards = guards
+        # Pairs a reviewer separated; loaded per partition by the caller
+        # (consumer.review.load_reviewed_pairs) before the partition is decided.
+        self._reviewed = reviewed
+        self._aligner = aligner
+        self._verifier = verifier
+        self._full_matches_from = full_matches_from
+
+    @property
+    def reviewed(self) -> ReviewedPairs:
+        return self._reviewed
+
+    @property
+    def verifier(self) -> Verifier | None:
+        return self._verifier
+
+    @property
+    def guards_enabled(self) -> bool:
+        return self._guards
+
+    async def first_allowed(
+        self, candidate: Candidate, matches: Sequence[ScoredMemory], bands: Bands
+    ) -> tuple[ScoredMemory | None, Decision, float | None, list[GuardHit], Alignment | None]:
+        """The best match that reaches a band and that neither a guard nor the
+        verifier vetoes. A vetoed pair is treated as below threshold, and the next
+        match is tried."""
+        vetoes: list[GuardHit] = []
+        for match in matches:
+            decision, threshold = bands.classify(match.score)
+            if decision is Decision.ACCEPTED:
+                break
+            memory = match.read()
+            veto = self._reviewed_veto(candidate, memory) or (
+                check_pair(memory.content, candidate.event.content) if self._guards else None
+            )
+            alignment = None
+            if veto is None:
+                alignment = await self._alignment(memory.content, candidate.event.content)
+                veto = alignment.veto if alignment is not None else None
+            if veto is None:
+                veto = await self._verifier_veto(memory, candidate, match.score)
+            if veto is None:
+                if alignment is not None:
+                    decision, threshold = bands.after_alignment(
+                        decision,
+                        threshold,
+                        equivalent=alignment.equivalent,
+                        detail_added=alignment.detail_added,
+                    )
+                    if decision is Decision.ACCEPTED:  # kept apart by the namespace
+                        return None, decision, threshold, vetoes, alignment
+                return match, decision, threshold, vetoes, alignment
+            vetoes.append(GuardHit(veto, memory.memory_id, match.score))
+        return None, Decision.ACCEPTED, None, vetoes, None
+
+    async def kept_apart(
+        self, memory: MemoryRecord, candidate: Candidate, similarity: float
+    ) -> bool:
+        """Whether a guard, the alignment or the verifier keeps `candidate` apart
+        from `memory` (for a race between consumers; a reviewer's separation is
+        not asked)."""
+        if self._guards and check_pair(memory.content, candidate.event.content):
+            return True
+        alignment = await self._alignment(memory.content, candidate.event.content)
+        if alignment is not None and alignment.veto is not None:
+            return True
+        return await self._verifier_veto(memory, candidate, similarity) is not None
+
+    async def prime(self, candidates: Sequence[Candidate], state: BatchState) -> None:
+        """Parse, in one batch, the texts of every candidate whose stored neighbour
+        reaches a band, and those neighbours' texts: the pairs the alignment will
+        judge (a later in-batch match is parsed when it comes)."""
+        if self._aligner is None:
+            return
+        texts: list[str] = []
+        for candidate in candidates:
+            for found in state.neighbours.get(candidate.event.event_id, []):
+                if found.memory is None or found.score < self._full_matches_from:
+                    continue
+                texts += [found.memory.content, candidate.event.content]
+        texts += self._close_in_batch(candidates, state)
+        if texts:
+            await asyncio.to_thread(self._aligner.prime, texts)
+
+    def _close_in_batch(self, candidates: Sequence[Candidate], state: BatchState) -> list[str]:
+        """Texts of candidates that reach a band with another candidate of their
+        scope in this batch (one may become the other's in-batch match)."""
+        by_scope: dict[Scope, list[Candidate]] = {}
+        for candidate in candidates:
+            if candidate.normalized in state.vectors:
+                by_scope.setdefault(candidate.scope, []).append(candidate)
+        texts: list[str] = []
+        for members in by_scope.values():
+            if len(members) < 2:
+                continue
+            matrix = np.asarray([state.vectors[c.normalized] for c in members], dtype=np.float32)
+            close = (matrix @ matrix.T) >= self._full_matches_from
+            np.fill_diagonal(close, False)
+            texts += [c.event.content for c, row in zip(members, close, strict=True) if row.any()]
+        return texts
+
+    async def _alignment(self, existing: str, new: str) -> Alignment | None:
+        """The parse alignment of a band candidate, parsed in a worker thread."""
+        if self._aligner is None:
+            return None
+        if self._aligner.has_parsed(existing, new):
+            return self._aligner.check(existing, new)  # no parse left: tens of microseconds
+        return await asyncio.to_thread(self._aligner.check, existing, new)
+
+    async def _verifier_veto(
+        self, memory: MemoryRecord, candidate: Candidate, similarity: float
+    ) -> GuardVeto | None:
+        """The verifier's "different fact" as a veto; None when it agrees or is off."""
+        if self._verifier is None:
+            return None
+        verdict = await self._verifier.verify(memory.content, candidate.event.content, similarity)
+        if verdict.same_fact:
+            return None
+        return GuardVeto(GuardName.VERIFIER, f"{verdict.source}: {verdict.detail}"[:199])
+
+    def _reviewed_veto(self, candidate: Candidate, memory: MemoryRecord) -> GuardVeto | None:
+        if self._reviewed.separated(candidate.scope, candidate.content_hash, memory.content_hash):
+            return GuardVeto(GuardName.REVIEWED_PAIR, "a reviewer reversed a decision on this pair")
+        return None
