@@ -91,24 +91,26 @@ def plan(
     total = sum(len(m) for m in state.memories.values())
     progress = Progress(total, "compact", progress_out) if progress_out is not None else None
     analyses = []
-    for scope in sorted(state.memories, key=lambda s: (s.tenant_id, s.namespace)):
-        memories = sorted(state.memories[scope], key=lambda m: m.memory_id)
-        analyses.append(
-            analyse_scope(
-                memories,
-                bands=policy.bands_for(scope.namespace),
-                pair_veto=veto,
-                scope=scope,
-                neighbours=settings.compaction.neighbours,
-                max_cluster_size=settings.compaction.max_cluster_size,
-                on_progress=progress.advance if progress is not None else None,
+    try:
+        for scope in sorted(state.memories, key=lambda s: (s.tenant_id, s.namespace)):
+            memories = sorted(state.memories[scope], key=lambda m: m.memory_id)
+            analyses.append(
+                analyse_scope(
+                    memories,
+                    bands=policy.bands_for(scope.namespace),
+                    pair_veto=veto,
+                    scope=scope,
+                    neighbours=settings.compaction.neighbours,
+                    max_cluster_size=settings.compaction.max_cluster_size,
+                    on_progress=progress.advance if progress is not None else None,
+                )
             )
-        )
+            if progress is not None:
+                # Unembedded memories are never searched; count them as done.
+                progress.advance(len(memories) - sum(1 for m in memories if m.vector is not None))
+    finally:
         if progress is not None:
-            # Unembedded memories are never searched; count them as done.
-            progress.advance(len(memories) - sum(1 for m in memories if m.vector is not None))
-    if progress is not None:
-        progress.close()
+            progress.close()  # also on an error: the terminal gets its cursor back
     return analyses
 
 
@@ -175,14 +177,16 @@ async def run_compaction(
     progress = (
         Progress(len(outcome.commands), "apply", progress_out) if progress_out is not None else None
     )
-    outcome.results = await send_commands(
-        settings,
-        outcome.commands,
-        wait_s=wait_s,
-        on_result=(lambda _record: progress.advance()) if progress is not None else None,
-    )
-    if progress is not None:
-        progress.close()
+    try:
+        outcome.results = await send_commands(
+            settings,
+            outcome.commands,
+            wait_s=wait_s,
+            on_result=(lambda _record: progress.advance()) if progress is not None else None,
+        )
+    finally:
+        if progress is not None:
+            progress.close()
     return outcome
 
 

@@ -1,22 +1,26 @@
-"""A small progress bar for long compaction runs, written to stderr.
+"""Progress of long compaction runs, written to stderr.
 
-On a terminal it redraws one line in place (at most every `min_interval_s`).
-On anything else (a log file, CI) it writes a few whole lines so logs stay short:
-one when work starts, one per 10% step but no more often than every
+On a terminal, a rich progress bar redraws one line in place (at most every
+`min_interval_s`). On anything else (a log file, CI) whole lines keep logs
+short: one when work starts, one per 10% step but no more often than every
 `line_interval_s`, and one at the end. A run shorter than that interval writes
-two lines.
+two lines. rich is imported only when a bar is drawn.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from types import TracebackType
-from typing import Final, TextIO
+from typing import TYPE_CHECKING, Final, TextIO
+
+if TYPE_CHECKING:
+    from rich.progress import Progress as RichProgress
+    from rich.progress import TaskID
 
 __all__ = ["Progress", "format_duration"]
 
-_BAR_WIDTH: Final = 24
 _STEP_PERCENT: Final = 10
 
 
@@ -33,14 +37,29 @@ def format_duration(seconds: float) -> str:
 
 
 def _is_tty(out: TextIO) -> bool:
+    """A terminal that can redraw a line (not TERM=dumb, where rich would not)."""
+    if os.environ.get("TERM") in {"dumb", "unknown"}:
+        return False
     try:
         return out.isatty()
     except (AttributeError, ValueError):  # no isatty, or a closed stream
         return False
 
 
+def _rate_and_eta(done: float, total: float, rate: float | None) -> str:
+    """`312/s  eta 12s`, or `--/s  eta --` before anything is known."""
+    if not rate:
+        return "--/s  eta --" if rate is None else "0/s  eta --"
+    return f"{rate:,.0f}/s  eta {format_duration(max(0.0, total - done) / rate)}"
+
+
+def _percent(done: int, total: int) -> int:
+    # Integer arithmetic: 58/100 must read 58%, not 57% (0.58 * 100 < 58).
+    return min(done, total) * 100 // total if total else 100
+
+
 class Progress:
-    """`compact  [#######.....]  1,234/5,000  24%  312/s  eta 12s`"""
+    """`compact  1,234/5,000  24%  312/s  eta 12s`, with a bar on a terminal."""
 
     def __init__(
         self,
@@ -64,6 +83,7 @@ class Progress:
         self._clock = clock
         self._tty = _is_tty(out) if tty is None else tty
         self._started = clock()
+        self._bar: tuple[RichProgress, TaskID] | None = None
         self._last_drawn: float | None = None
         # Off a terminal: the 10% step of the last line written, and when.
         self._last_step = 0
@@ -113,42 +133,58 @@ class Progress:
         now = self._clock()
         if self._tty:
             self._draw(now)
-            self._out.write("\n")
+            bar, _ = self._terminal_bar()
+            bar.stop()  # ends the line and shows the cursor again
         elif self._last_written != self.done:  # unless the last line says it already
             self._write_line(now)
         self._out.flush()
 
     def render(self, now: float | None = None) -> str:
-        """The progress line, without line ending."""
-        now = self._clock() if now is None else now
-        shown = min(self.done, self.total)
-        # Integer arithmetic: 58/100 must read 58%, not 57% (0.58 * 100 < 58).
-        percent = shown * 100 // self.total if self.total else 100
-        filled = shown * _BAR_WIDTH // self.total if self.total else _BAR_WIDTH
-        bar = "#" * filled + "." * (_BAR_WIDTH - filled)
+        """The plain progress line, without line ending."""
+        return f"{self.label}  {self._figures(self._clock() if now is None else now)}"
+
+    def _figures(self, now: float) -> str:
+        """`1,234/5,000  24%  312/s  eta 12s`"""
         elapsed = now - self._started
         rate = self.done / elapsed if elapsed > 0 else None
-        rate_text = "--/s" if rate is None else f"{rate:,.0f}/s"
-        if rate:
-            eta_text = f"eta {format_duration(max(0, self.total - self.done) / rate)}"
-        else:
-            eta_text = "eta --"
         return (
-            f"{self.label}  [{bar}]  {self.done:,}/{self.total:,}  "
-            f"{percent}%  {rate_text}  {eta_text}"
+            f"{self.done:,}/{self.total:,}  {_percent(self.done, self.total)}%  "
+            f"{_rate_and_eta(self.done, self.total, rate)}"
         )
 
     def _step(self) -> int:
         if not self.total:
             return 0
-        percent = min(self.done, self.total) * 100 // self.total
+        percent = _percent(self.done, self.total)
         return percent - percent % _STEP_PERCENT
 
+    def _terminal_bar(self) -> tuple[RichProgress, TaskID]:
+        if self._bar is None:
+            from rich.console import Console
+            from rich.progress import BarColumn, TextColumn
+            from rich.progress import Progress as RichProgress
+
+            bar = RichProgress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("{task.fields[figures]}"),  # those of a plain line
+                console=Console(file=self._out, force_terminal=True),
+                auto_refresh=False,  # drawn from advance(), at most every min_interval_s
+                get_time=self._clock,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
+            # An empty run is complete: its bar is full, as its 100% says.
+            task = bar.add_task(self.label, total=max(self.total, 1), figures="")
+            bar.start()
+            self._bar = (bar, task)
+        return self._bar
+
     def _draw(self, now: float) -> None:
-        # \x1b[K clears what a longer previous line left (rate and eta change width).
-        line = self.render(now)
-        self._out.write(f"\r{line}\x1b[K")
-        self._out.flush()
+        bar, task = self._terminal_bar()
+        completed = min(self.done, self.total) if self.total else 1
+        bar.update(task, completed=completed, figures=self._figures(now))
+        bar.refresh()
         self._last_drawn = now
 
     def _write_line(self, now: float) -> None:
