@@ -1,4 +1,5 @@
-"""The compaction report: Markdown and one self-contained HTML file.
+"""The compaction report: Markdown and one self-contained HTML file (a jinja2
+template, templates/report.html.j2, with autoescape on).
 
 Both hold the same three parts: a summary per scope, a histogram of pair
 similarities per namespace (each memory's similarity to its nearest other memory,
@@ -7,11 +8,14 @@ all scopes of the namespace together) and the clusters compaction would merge.
 Memory text appears only when `texts` is given (the CLI passes it for
 --show-text): memory content must not land in reports by default. Everything
 taken from memories (ids, hashes, names, texts) is escaped for its format.
+
+One module because both formats are drawn from the same helpers (per-namespace
+pooling, histogram bins, summaries, shortened texts); the HTML markup itself is
+in the template, this module computes the histogram's geometry for it.
 """
 
 from __future__ import annotations
 
-import html
 import math
 import os
 import tempfile
@@ -19,10 +23,14 @@ from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from consumer.compaction.clusters import Cluster, ScopeAnalysis
+
+if TYPE_CHECKING:
+    from jinja2 import Template
 
 __all__ = [
     "HTML_REPORT_NAME",
@@ -304,30 +312,10 @@ def _md_cluster(
 
 
 # --------------------------------------------------------------------------
-# HTML
+# HTML: templates/report.html.j2; here the histogram's geometry
 # --------------------------------------------------------------------------
 
-_CSS: Final = """
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto;
-       max-width: 1100px; padding: 0 1rem; color: #1d2430; }
-h1 { font-size: 1.6rem; } h2 { margin-top: 2.2rem; border-bottom: 1px solid #d8dde6; }
-table { border-collapse: collapse; margin: .6rem 0 1.2rem; }
-th, td { border: 1px solid #d8dde6; padding: .25rem .55rem; text-align: left; vertical-align: top; }
-th { background: #f2f4f8; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
-tr.total td { font-weight: 600; background: #f8f9fb; }
-code { font: 12.5px ui-monospace, SFMono-Regular, Menlo, monospace; }
-.meta { color: #4b5565; } .meta dt { font-weight: 600; float: left; clear: left; width: 11rem; }
-.meta dd { margin: 0 0 .15rem 11.5rem; }
-.skipped { color: #8a3b00; } .merged { color: #0b5394; } .keeper { color: #2e7d32; font-weight: 600; }
-.text { max-width: 38rem; white-space: pre-wrap; }
-svg { max-width: 100%; height: auto; } svg text { font: 11px system-ui, sans-serif; fill: #4b5565; }
-svg .bar { fill: #5b8def; } svg .fine { fill: #f1f4fa; } svg .axis { stroke: #4b5565; stroke-width: 1; }
-svg .merge { stroke: #0b5394; stroke-dasharray: 4 3; stroke-width: 1.5; }
-svg .duplicate { stroke: #8a3b00; stroke-dasharray: 4 3; stroke-width: 1.5; }
-svg text.merge { fill: #0b5394; } svg text.duplicate { fill: #8a3b00; }
-details { margin: .4rem 0 1rem; } summary { cursor: pointer; font-weight: 600; }
-""".strip()
-
+HTML_TEMPLATE: Final = "report.html.j2"
 _SVG_WIDTH: Final = 760
 _SVG_HEIGHT: Final = 240
 _SVG_LEFT: Final = 52
@@ -337,8 +325,47 @@ _SVG_BOTTOM: Final = 40
 _AXIS_LABELS: Final = (0.0, 0.2, 0.4, 0.6, 0.8, 0.85, 0.9, 0.95, 1.0)
 
 
-def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
+@dataclass(frozen=True, slots=True)
+class _Bar:
+    x: float
+    y: float
+    width: float
+    height: float
+    label: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Mark:
+    """A threshold's dashed line and its label."""
+
+    name: str
+    value: float
+    x: float
+    text_x: float
+    text_y: int
+    anchor: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Chart:
+    """Where the SVG histogram of one namespace draws what."""
+
+    title: str
+    width: int
+    height: int
+    left: int
+    right: int
+    top: int
+    base: int
+    plot_height: int
+    fine_x: float
+    fine_width: float
+    x_label_x: float
+    bars: list[_Bar]
+    x_ticks: list[tuple[float, str]]
+    y_ticks: list[tuple[float, int]]
+    thresholds: list[_Mark]
 
 
 def _svg_x(value: float, slot: float) -> float:
@@ -351,73 +378,87 @@ def _svg_x(value: float, slot: float) -> float:
     return _SVG_LEFT + (index + within) * slot
 
 
-def _svg_histogram(namespace: _Namespace) -> str:
+def _chart(namespace: _Namespace) -> _Chart:
     bins = namespace.bins
     plot_width = _SVG_WIDTH - _SVG_LEFT - _SVG_RIGHT
     plot_height = _SVG_HEIGHT - _SVG_TOP - _SVG_BOTTOM
     base = _SVG_TOP + plot_height
     slot = plot_width / len(bins)
     peak = max((b.count for b in bins), default=0)
-    title = f"Pair similarities in namespace {namespace.name}"
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_SVG_WIDTH}" height="{_SVG_HEIGHT}" '
-        f'viewBox="0 0 {_SVG_WIDTH} {_SVG_HEIGHT}" role="img" aria-label="{_e(title)}">',
-        f"<title>{_e(title)}</title>",
-    ]
-    # Shade the finer bins, where the axis scale changes.
-    fine_x = _svg_x(BIN_EDGES[_COARSE_STEPS], slot)
-    parts.append(
-        f'<rect class="fine" x="{fine_x:.1f}" y="{_SVG_TOP}" '
-        f'width="{_SVG_LEFT + plot_width - fine_x:.1f}" height="{plot_height}"/>'
-    )
+
+    def x_of(value: float) -> float:
+        return _svg_x(value, slot) if value < 1.0 else _SVG_LEFT + plot_width
+
+    bars = []
     for index, bin_ in enumerate(bins):
         if bin_.count == 0 or peak == 0:
             continue
         height = max(1.0, bin_.count / peak * plot_height)
-        x = _SVG_LEFT + index * slot + 1
-        parts.append(
-            f'<rect class="bar" x="{x:.1f}" y="{base - height:.1f}" width="{slot - 2:.1f}" '
-            f'height="{height:.1f}"><title>{_e(bin_.label)}: {bin_.count:,}</title></rect>'
+        bars.append(
+            _Bar(
+                _SVG_LEFT + index * slot + 1,
+                base - height,
+                slot - 2,
+                height,
+                bin_.label,
+                bin_.count,
+            )
         )
-    # Axes, ticks and labels.
-    parts.append(
-        f'<line class="axis" x1="{_SVG_LEFT}" y1="{base}" x2="{_SVG_WIDTH - _SVG_RIGHT}" '
-        f'y2="{base}"/>'
-    )
-    parts.append(
-        f'<line class="axis" x1="{_SVG_LEFT}" y1="{_SVG_TOP}" x2="{_SVG_LEFT}" y2="{base}"/>'
-    )
-    for value in _AXIS_LABELS:
-        x = _svg_x(value, slot) if value < 1.0 else _SVG_LEFT + plot_width
-        parts.append(
-            f'<line class="axis" x1="{x:.1f}" y1="{base}" x2="{x:.1f}" y2="{base + 4}"/>'
-            f'<text x="{x:.1f}" y="{base + 16}" text-anchor="middle">{value:.2f}</text>'
-        )
-    parts.append(
-        f'<text x="{_SVG_LEFT + plot_width / 2:.1f}" y="{_SVG_HEIGHT - 4}" '
-        'text-anchor="middle">similarity to nearest memory (0.05 bins below 0.80, '
-        "0.01 above)</text>"
-    )
-    for value in sorted({0, peak}):
-        y = base - (value / peak * plot_height if peak else 0)
-        parts.append(
-            f'<line class="axis" x1="{_SVG_LEFT - 4}" y1="{y:.1f}" x2="{_SVG_LEFT}" '
-            f'y2="{y:.1f}"/><text x="{_SVG_LEFT - 7}" y="{y + 4:.1f}" '
-            f'text-anchor="end">{value:,}</text>'
-        )
-    # Threshold markers.
+    marks = []
     for row, (merge, duplicate) in enumerate(namespace.thresholds):
         for name, value, anchor in (("merge", merge, "end"), ("duplicate", duplicate, "start")):
-            x = _svg_x(value, slot) if value < 1.0 else _SVG_LEFT + plot_width
-            dx = -3 if anchor == "end" else 3
-            parts.append(
-                f'<line class="{name}" x1="{x:.1f}" y1="{_SVG_TOP - 6}" x2="{x:.1f}" '
-                f'y2="{base}"/><text class="{name}" x="{x + dx:.1f}" '
-                f'y="{_SVG_TOP - 10 + 12 * row}" text-anchor="{anchor}">'
-                f"{name} {value:.2f}</text>"
-            )
-    parts.append("</svg>")
-    return "\n".join(parts)
+            x = x_of(value)
+            text_x = x - 3 if anchor == "end" else x + 3
+            marks.append(_Mark(name, value, x, text_x, _SVG_TOP - 10 + 12 * row, anchor))
+    fine_x = _svg_x(BIN_EDGES[_COARSE_STEPS], slot)  # shaded: the axis scale changes there
+    return _Chart(
+        title=f"Pair similarities in namespace {namespace.name}",
+        width=_SVG_WIDTH,
+        height=_SVG_HEIGHT,
+        left=_SVG_LEFT,
+        right=_SVG_WIDTH - _SVG_RIGHT,
+        top=_SVG_TOP,
+        base=base,
+        plot_height=plot_height,
+        fine_x=fine_x,
+        fine_width=_SVG_LEFT + plot_width - fine_x,
+        x_label_x=_SVG_LEFT + plot_width / 2,
+        bars=bars,
+        x_ticks=[(x_of(value), f"{value:.2f}") for value in _AXIS_LABELS],
+        y_ticks=[
+            (base - (value / peak * plot_height if peak else 0), value)
+            for value in sorted({0, peak})
+        ],
+        thresholds=marks,
+    )
+
+
+@cache
+def _template() -> Template:
+    # jinja2 is imported here, not at the top: the consumer imports this package
+    # (planning) and never renders a report.
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
+    environment = Environment(
+        loader=PackageLoader("consumer.compaction", "templates"),
+        autoescape=True,  # memory texts, ids and names are user content
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    environment.filters.update(
+        count=lambda value: f"{value:,}",
+        f1=lambda value: f"{value:.1f}",
+        f2=lambda value: f"{value:.2f}",
+        similarity=_similarity,
+        short_hash=lambda value: value[:_SHORT_HASH],
+        shorten=_shorten,
+        vetoes=_vetoes,
+        namespace_counts=_namespace_counts,
+        scope_clusters=_scope_clusters,
+    )
+    return environment.get_template(HTML_TEMPLATE)
 
 
 def render_html(
@@ -430,114 +471,22 @@ def render_html(
 ) -> str:
     """The report as one HTML file: inline CSS and SVG, no scripts."""
     scopes = _ordered(analyses)
-    out: list[str] = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        "<title>Compaction report</title>",
-        f"<style>\n{_CSS}\n</style></head><body>",
-        "<h1>Compaction report</h1>",
-        '<dl class="meta">',
-        f"<dt>generated</dt><dd>{_e(generated_at.isoformat(timespec='seconds'))}</dd>",
-    ]
-    out.extend(
-        f"<dt>{_e(key)}</dt><dd>{_e(value)}</dd>"
-        for key, value in _settings_lines(settings_summary)
+    return _template().render(
+        generated_at=generated_at.isoformat(timespec="seconds"),
+        settings=_settings_lines(settings_summary),
+        scopes=scopes,
+        totals={
+            "memories": sum(a.memories for a in scopes),
+            "unembedded": sum(a.unembedded for a in scopes),
+            "candidate_pairs": sum(a.candidate_pairs for a in scopes),
+            "vetoed": sum(sum(a.vetoes.values()) for a in scopes),
+            "clusters": sum(len(a.clusters) for a in scopes),
+            "removed": sum(a.removed for a in scopes),
+        },
+        namespaces=[(namespace, _chart(namespace)) for namespace in _namespaces(scopes)],
+        texts=texts,
+        max_text_chars=max_text_chars,
     )
-    out.append("</dl>")
-
-    out.append("<h2>Summary</h2>")
-    out.append(
-        "<table><thead><tr><th>tenant</th><th>namespace</th><th>policy</th>"
-        "<th>merge &ge;</th><th>duplicate &ge;</th><th>memories</th><th>unembedded</th>"
-        "<th>candidate pairs</th><th>vetoed pairs</th><th>clusters</th>"
-        "<th>would remove</th></tr></thead><tbody>"
-    )
-    for a in scopes:
-        out.append(
-            f"<tr><td>{_e(a.tenant_id)}</td><td>{_e(a.namespace)}</td>"
-            f"<td>{_e(a.bands.merge_policy)}</td>"
-            f'<td class="num">{a.bands.merge_threshold:.2f}</td>'
-            f'<td class="num">{a.bands.duplicate_threshold:.2f}</td>'
-            f'<td class="num">{a.memories:,}</td><td class="num">{a.unembedded:,}</td>'
-            f'<td class="num">{a.candidate_pairs:,}</td><td>{_e(_vetoes(a))}</td>'
-            f'<td class="num">{len(a.clusters):,}</td><td class="num">{a.removed:,}</td></tr>'
-        )
-    out.append(
-        f'<tr class="total"><td colspan="5">total ({len(scopes):,} scopes)</td>'
-        f'<td class="num">{sum(a.memories for a in scopes):,}</td>'
-        f'<td class="num">{sum(a.unembedded for a in scopes):,}</td>'
-        f'<td class="num">{sum(a.candidate_pairs for a in scopes):,}</td>'
-        f"<td>{sum(sum(a.vetoes.values()) for a in scopes):,}</td>"
-        f'<td class="num">{sum(len(a.clusters) for a in scopes):,}</td>'
-        f'<td class="num">{sum(a.removed for a in scopes):,}</td></tr>'
-    )
-    out.append("</tbody></table>")
-
-    out.append("<h2>Pair similarities</h2>")
-    out.append(
-        "<p>Each memory's similarity to its nearest other memory in its scope, all "
-        "scopes of a namespace together.</p>"
-    )
-    for namespace in _namespaces(scopes):
-        out.append(f"<h3>{_e(namespace.name)}</h3>")
-        out.append(f"<p>{_e(_namespace_counts(namespace))}.</p>")
-        out.append(_svg_histogram(namespace))
-
-    out.append("<h2>Clusters</h2>")
-    if not any(a.clusters for a in scopes):
-        out.append("<p>No clusters: compaction would change nothing.</p>")
-    for a in scopes:
-        if not a.clusters:
-            continue
-        out.append(f"<h3>{_e(a.tenant_id)} / {_e(a.namespace)}: {_e(_scope_clusters(a))}</h3>")
-        for number, cluster in enumerate(a.clusters, start=1):
-            out.append(_html_cluster(number, cluster, texts, max_text_chars))
-    out.append("</body></html>")
-    out.append("")
-    return "\n".join(out)
-
-
-def _html_cluster(
-    number: int, cluster: Cluster, texts: Mapping[str, str] | None, max_text_chars: int
-) -> str:
-    parts = [
-        "<details open><summary>"
-        f"{number}. keeper <code>{_e(cluster.keeper_id)}</code> "
-        f"(<code>{_e(cluster.keeper_hash[:_SHORT_HASH])}</code>): {cluster.size} memories, "
-        f"lowest pair similarity {_similarity(cluster.min_similarity)}</summary>"
-    ]
-    source = cluster.text_source_id
-    if source is not None:
-        parts.append(f"<p>The keeper takes the text of <code>{_e(source)}</code>.</p>")
-    header = "<th>memory</th><th>hash</th><th>similarity to keeper</th><th>decision</th>"
-    if texts is not None:
-        header += "<th>text</th>"
-    parts.append(f"<table><thead><tr>{header}</tr></thead><tbody>")
-
-    def row(memory_id: str, content_hash: str, similarity: str, decision: str) -> str:
-        cells = (
-            f"<tr><td><code>{_e(memory_id)}</code></td>"
-            f"<td><code>{_e(content_hash[:_SHORT_HASH])}</code></td>"
-            f'<td class="num">{similarity}</td><td class="{decision}">{decision}</td>'
-        )
-        if texts is not None:
-            text = _shorten(texts.get(memory_id, ""), max_text_chars)
-            cells += f'<td class="text">{_e(text)}</td>'
-        return cells + "</tr>"
-
-    parts.append(row(cluster.keeper_id, cluster.keeper_hash, "-", "keeper"))
-    for member in cluster.members:
-        parts.append(
-            row(
-                member.memory_id,
-                member.content_hash,
-                _similarity(member.similarity_to_keeper),
-                member.decision.value,
-            )
-        )
-    parts.append("</tbody></table></details>")
-    return "\n".join(parts)
 
 
 # --------------------------------------------------------------------------

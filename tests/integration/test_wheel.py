@@ -126,6 +126,26 @@ def test_the_installed_package_is_the_one_imported(installed: Path, tmp_path: Pa
     assert Path(result.stdout.strip()).is_relative_to(installed)
 
 
+def test_the_installed_package_renders_the_html_report(installed: Path, tmp_path: Path) -> None:
+    # The template is package data: read from the installed copy, not the checkout.
+    script = (
+        "from datetime import UTC, datetime\n"
+        "from consumer.compaction import render_html\n"
+        "print(render_html([], generated_at=datetime.now(UTC)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env=installed_env(installed, {}),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.startswith("<!DOCTYPE html>")
+    assert "No clusters: compaction would change nothing." in result.stdout
+
+
 def readiness(port: int) -> tuple[int, dict[str, Any]] | None:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as response:

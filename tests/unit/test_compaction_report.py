@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -149,11 +150,17 @@ def test_memory_text_is_shown_escaped_when_given() -> None:
     markdown, page = render_both(texts=texts)
 
     assert SECRET in markdown
-    assert SECRET.replace("'", "&#x27;") in page
-    # HTML: no markup from a memory survives, and the report has no scripts at all.
+    assert SECRET not in page  # its apostrophe is escaped
+    # HTML: no markup from a memory survives, and the report has no scripts at all;
+    # the texts read as they were written.
     assert "<script" not in page
     assert "<b>" not in page
-    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; likes &lt;b&gt;bold&lt;/b&gt;" in page
+    assert (
+        "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; likes &lt;b&gt;bold&lt;/b&gt; &amp;"
+        in page
+    )
+    shown = [html.unescape(cell) for cell in re.findall(r'<td class="text">(.*?)</td>', page)]
+    assert [text for text in shown if text] == [SECRET, SCRIPT, "line one line two"]
     # Markdown: no raw HTML, and a pipe cannot break the table.
     assert "<script" not in markdown
     assert "&lt;script&gt;" in markdown
@@ -197,6 +204,15 @@ def test_names_from_events_are_escaped() -> None:
 
     assert "<img" not in page
     assert "&lt;img src=x onerror=alert(1)&gt;|" in page
+    # In an attribute too (the histogram's aria-label names the namespace).
+    quoted = analyse_scope(
+        [memory("a", vectors[0], namespace='x" onload="alert(1)')],
+        bands=BANDS,
+        pair_veto=allow_all,
+    )
+    page = render_html([quoted], texts=None, generated_at=FIXED_NOW, settings_summary="")
+    assert 'onload="' not in page
+    assert 'aria-label="Pair similarities in namespace x&#34; onload=&#34;alert(1)"' in page
     assert "<img" not in markdown
     assert "&lt;img src=x onerror=alert(1)&gt;\\|" in markdown
 
