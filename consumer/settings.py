@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from consumer.errors import PermanentError
 from schemas.events import NAMESPACE_PATTERN, DetailPolicy, MergePolicy
 
 # Chosen from measurements on labelled pairs (docs/thresholds.md); bound to the
@@ -25,7 +26,7 @@ DEFAULT_MERGE_THRESHOLD = 0.77
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
-class ConfigError(Exception):
+class ConfigError(PermanentError):
     """Settings are invalid; the message says what to fix."""
 
 

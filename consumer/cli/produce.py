@@ -13,6 +13,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import MessageSizeTooLargeError
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
+from consumer.errors import PermanentError
 from schemas import scope_key
 
 # The default of kafka.max_request_bytes (and of aiokafka's max_request_size).
@@ -70,7 +71,7 @@ def first_oversized(lines: Sequence[bytes], *, limit: int) -> OversizedLine | No
     return None
 
 
-class LineTooLarge(Exception):
+class LineTooLarge(PermanentError):
     """A line does not fit a produce request. `published`: lines acknowledged
     before it; `published_after`: after it (only where the broker refused it,
     its own limit being lower, as later lines were already in flight)."""

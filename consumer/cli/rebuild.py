@@ -26,6 +26,7 @@ from consumer.domain.dedup import DedupEngine
 from consumer.domain.recent import RecentCache
 from consumer.domain.verifier import build_verifier
 from consumer.embedding.embedders import load_embedder
+from consumer.errors import PermanentError
 from consumer.kafka.offsets import exact_end_offsets
 from consumer.kafka.records import InputRecord
 from consumer.kafka.security import aiokafka_kwargs
@@ -36,7 +37,7 @@ from consumer.settings import Settings
 BATCH = 256
 
 
-class RebuildRefused(Exception):
+class RebuildRefused(PermanentError):
     """The rebuild would touch live data or cannot start; the message says why."""
 
 

@@ -35,6 +35,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import CommitFailedError, KafkaError, for_code
 from aiokafka.protocol.group import HeartbeatRequest
 
+from consumer.errors import PermanentError
 from consumer.kafka.offsets import exact_end_offsets
 from consumer.kafka.security import aiokafka_kwargs
 from consumer.settings import KafkaSettings, SecuritySettings
@@ -45,7 +46,7 @@ _INACTIVE_STATES = frozenset({"Empty", "Dead"})
 _PROBE_MEMBER_ID = "memdedup-replay-membership-probe"
 
 
-class ReplayRefused(Exception):
+class ReplayRefused(PermanentError):
     """The reset cannot be done as asked; the message says why and what to do."""
 
 

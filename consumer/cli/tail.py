@@ -19,6 +19,7 @@ from aiokafka import TopicPartition
 from pydantic import ValidationError
 
 from consumer.cli.demo import OutputRow, _row
+from consumer.errors import PermanentError
 from consumer.kafka.offsets import exact_end_offsets
 from consumer.kafka.topic_reader import TopicsUnavailable, partitions_of, topic_reader
 from consumer.settings import Settings
@@ -33,7 +34,7 @@ STALL_S = 30.0
 SEEN_LIMIT = 100_000
 
 
-class TopicsMissing(Exception):
+class TopicsMissing(PermanentError):
     """Some topics to tail do not exist; the message says how to create them."""
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import httpx
 
+from consumer.errors import MemdedupError
 
-class ChatFailed(Exception):
+
+class ChatFailed(MemdedupError):
     """No completion text: the endpoint failed, timed out or answered oddly."""
 
 

@@ -45,6 +45,7 @@ import httpx
 from consumer.domain.chat import ChatEndpoint, ChatFailed
 from consumer.domain.models import Candidate, FoldedText, MemoryRecord, MergeSource
 from consumer.domain.normalize import content_hash, memory_id_for, normalize_content
+from consumer.errors import MemdedupError
 from schemas.events import MAX_CONTENT_CHARS, MAX_ENTITIES, MAX_TOPICS, MergePolicy
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ FOLDED_CHARS_LIMIT: Final = 8192
 CACHED_TEXT_CHARS: Final = 1024
 
 
-class MergeFailed(Exception):
+class MergeFailed(MemdedupError):
     """The merger could not produce a text; the caller falls back."""
 
 

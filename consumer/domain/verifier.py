@@ -42,6 +42,7 @@ from consumer.domain.chat import ChatEndpoint, ChatFailed
 from consumer.domain.guards import pair_signals, text_signals
 from consumer.domain.normalize import content_hash, normalize_content
 from consumer.domain.vetoes import GuardName
+from consumer.errors import MemdedupError
 
 if TYPE_CHECKING:
     from consumer.settings import DedupSettings, VerifierSettings
@@ -457,7 +458,7 @@ class LlmVerifier:
         return _parse_answer(text)
 
 
-class _VerifyFailed(Exception):
+class _VerifyFailed(MemdedupError):
     pass
 
 

@@ -17,9 +17,11 @@ from importlib import resources
 from pathlib import Path
 from types import TracebackType
 
+from consumer.errors import PermanentError
 
-class BrokerError(RuntimeError):
-    pass
+
+class BrokerError(PermanentError, RuntimeError):
+    """The local broker cannot start here (package or binary missing, or the process failed)."""
 
 
 def tansu_binary() -> Path:

@@ -15,12 +15,13 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
 
+from consumer.errors import TransientError
 from consumer.kafka.offsets import exact_end_offsets
 from consumer.kafka.security import aiokafka_kwargs
 from consumer.settings import Settings
 
 
-class TopicsUnavailable(Exception):
+class TopicsUnavailable(TransientError):
     """The broker cannot be reached or a topic cannot be read; the message says which."""
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Final
 
 from consumer.domain.normalize import normalize_content
+from consumer.errors import PermanentError
 from schemas.events import NAMESPACE_PATTERN
 
 __all__ = [
@@ -65,7 +66,7 @@ _NAMESPACE_RE: Final = re.compile(NAMESPACE_PATTERN)
 _MAX_NAMESPACE: Final = 64
 
 
-class PairFileError(Exception):
+class PairFileError(PermanentError):
     """A labelled-pairs file is missing or invalid; the message names the line."""
 
 
