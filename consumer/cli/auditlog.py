@@ -19,8 +19,8 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
+from consumer.cli.tables import is_terminal, render_table
 from consumer.domain.descriptions import describe_decision
-from consumer.errors import PermanentError
 from consumer.kafka.topic_reader import await_results, end_offsets, publish, read_all
 from consumer.settings import Settings
 from schemas import (
@@ -38,7 +38,7 @@ from schemas import (
 )
 
 
-class ReviewRefused(PermanentError):
+class ReviewRefused(Exception):
     """The review cannot be sent; the message says why and what to do."""
 
 
@@ -162,7 +162,7 @@ def render_log(entries: Sequence[LogEntry], out: TextIO) -> None:
         "guard",
         "review",
     )
-    rows = [header]
+    rows = []
     for entry in entries:
         event = entry.decision
         rows.append(
@@ -180,10 +180,7 @@ def render_log(entries: Sequence[LogEntry], out: TextIO) -> None:
                 entry.review_status.value,
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    for row in rows:
-        out.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
-        out.write("\n")
+    out.write(render_table(header, rows, right={"similarity"}, color=is_terminal(out)) + "\n")
     out.write(f"{len(entries)} decisions\n")
 
 

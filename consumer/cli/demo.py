@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, replace
@@ -20,6 +21,8 @@ from consumer.app.factory import create_app
 from consumer.cli.auditlog import send_review
 from consumer.cli.compact import render_outcome, run_compaction
 from consumer.cli.produce import produce_lines, read_lines
+from consumer.cli.tables import is_terminal
+from consumer.cli.tables import render_table as render_table_lines
 from consumer.kafka.localbroker import LocalBroker
 from consumer.kafka.security import aiokafka_kwargs
 from consumer.kafka.topic_reader import read_all
@@ -141,7 +144,7 @@ def mark_copies(
     return marked
 
 
-def render_table(marked: list[tuple[OutputRow, bool]]) -> str:
+def render_table(marked: list[tuple[OutputRow, bool]], *, color: bool = False) -> str:
     header = ("input", "event_id", "scope", "outcome", "why", "memory", "stored memory text")
     body = [
         (
@@ -155,13 +158,7 @@ def render_table(marked: list[tuple[OutputRow, bool]]) -> str:
         )
         for r, copy in sorted(marked, key=lambda m: (m[0].partition_in, m[0].offset_in))
     ]
-    widths = [max(len(str(line[i])) for line in [header, *body]) for i in range(len(header))]
-    lines = [
-        "  ".join(str(cell).ljust(w) for cell, w in zip(line, widths, strict=True))
-        for line in [header, *body]
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return render_table_lines(header, body, rule=True, color=color)
 
 
 def summary(marked: list[tuple[OutputRow, bool]]) -> str:
@@ -226,7 +223,7 @@ async def run_demo(
             marked = mark_copies(rows, await input_positions(settings))
         finally:
             await app.stop()
-    print(render_table(marked))
+    print(render_table(marked, color=is_terminal(sys.stdout)))
     print("\n" + summary(marked))
     print("\nwhile the consumer ran:\n" + "\n".join(operator_lines))
     if len(rows) < total:

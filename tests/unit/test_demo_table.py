@@ -31,3 +31,19 @@ def test_dead_letters_and_distinct_outcomes_are_never_copies() -> None:
 def test_without_input_positions_a_copy_keeps_the_recorded_one() -> None:
     marked = mark_copies([row("e1", "merged", 3), row("e1", "merged", 3)])
     assert [(r.offset_in, copy) for r, copy in marked] == [(3, False), (3, True)]
+
+
+def test_columns_line_up_by_display_width_and_only_a_terminal_gets_colour() -> None:
+    from rich.cells import cell_len
+
+    wide = OutputRow("memory.accepted", 0, 2, "事件-1", "acme/p", "accepted", "new", "m1", "")
+    marked = mark_copies([wide, row("e2", "merged", 1)])
+    header, rule, first, second = render_table(marked).splitlines()
+    assert set(rule) == {"-"}
+    # The scope starts at the same display column on every line, after a wide event id.
+    column = cell_len(header[: header.index("scope")])
+    assert cell_len(first[: first.index("acme/p")]) == column
+    assert cell_len(second[: second.index("acme/p")]) == column
+    assert all(line == line.rstrip() for line in (header, rule, first, second))
+    assert "\x1b[" not in render_table(marked)
+    assert "\x1b[" in render_table(marked, color=True)
