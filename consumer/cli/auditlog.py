@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from consumer.cli.tables import is_terminal, render_table
 from consumer.domain.descriptions import describe_decision
+from consumer.errors import PermanentError
 from consumer.kafka.topic_reader import await_results, end_offsets, publish, read_all
 from consumer.settings import Settings
 from schemas import (
@@ -38,7 +39,7 @@ from schemas import (
 )
 
 
-class ReviewRefused(Exception):
+class ReviewRefused(PermanentError):
     """The review cannot be sent; the message says why and what to do."""
 
 
