@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         ScoredMemory,
         SimilarityQuery,
     )
+    from consumer.kafka.records import OutgoingRecord
     from consumer.state.codec import RawPoint
 
 Vectors = npt.NDArray[np.float32]
@@ -137,32 +138,3 @@ class RecordPublisher(Protocol):
     with the offset each one got."""
 
     async def publish_all(self, records: Sequence[OutgoingRecord]) -> list[int]: ...
-
-
-class OutgoingRecord(Protocol):
-    @property
-    def topic(self) -> str: ...
-
-    @property
-    def key(self) -> bytes | None: ...
-
-    @property
-    def value(self) -> bytes: ...
-
-    @property
-    def headers(self) -> dict[str, str]: ...
-
-    @property
-    def partition(self) -> int | None: ...
-
-    @property
-    def broker_headers(self) -> bool: ...
-
-    @property
-    def tombstone(self) -> bool: ...
-
-    @property
-    def source(self) -> tuple[int, int] | None: ...
-
-    @property
-    def content_type(self) -> str | None: ...

@@ -25,7 +25,7 @@ from consumer.compaction.plan import (
     collect_points,
     commands_for,
     local_judge,
-    pair_veto,
+    pair_veto_for,
     state_from_store,
 )
 from consumer.domain.verifier import build_verifier
@@ -83,7 +83,7 @@ def plan(
     settings: Settings, state: StoredState, *, progress_out: TextIO | None = None
 ) -> list[ScopeAnalysis]:
     policy = threshold_policy(settings)
-    veto = pair_veto(
+    veto = pair_veto_for(
         state,
         guards=settings.dedup.guards_enabled,
         judge=local_judge(build_verifier(settings.dedup)),

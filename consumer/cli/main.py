@@ -435,9 +435,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Deduplicate AI-agent memories from Kafka. Settings: MEMDEDUP_* "
         "environment variables or a YAML file (--config / MEMDEDUP_CONFIG_FILE).",
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    subcommands = parser.add_subparsers(dest="command", required=True)
 
-    broker = commands.add_parser(
+    broker = subcommands.add_parser(
         "broker",
         help="run a local memory-only Kafka broker (Tansu)",
         description="Start a local, memory-only Kafka-compatible broker (Tansu) and print its "
@@ -447,7 +447,7 @@ def build_parser() -> argparse.ArgumentParser:
     broker.add_argument("--port", type=int, default=None, help="port (default: a free one)")
     broker.set_defaults(func=cmd_broker)
 
-    run = commands.add_parser(
+    run = subcommands.add_parser(
         "run",
         help="run the consumer",
         description="Run the deduplicating consumer: read events from the input topic, decide "
@@ -457,7 +457,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config", type=Path, default=None, help="YAML settings file")
     run.set_defaults(func=cmd_run)
 
-    produce = commands.add_parser(
+    produce = subcommands.add_parser(
         "produce",
         help="publish events from a JSON Lines file",
         description="Publish events from a JSON Lines file, one event per line, keyed "
@@ -473,7 +473,7 @@ def build_parser() -> argparse.ArgumentParser:
     produce.add_argument("--config", type=Path, default=None, help="YAML settings file")
     produce.set_defaults(func=cmd_produce)
 
-    topics = commands.add_parser(
+    topics = subcommands.add_parser(
         "topics",
         help="create the service's topics if missing",
         description="Create the service's topics (input, decisions, dead letters, reversals, "
@@ -483,7 +483,7 @@ def build_parser() -> argparse.ArgumentParser:
     topics.add_argument("--config", type=Path, default=None)
     topics.set_defaults(func=cmd_topics)
 
-    replay = commands.add_parser(
+    replay = subcommands.add_parser(
         "replay",
         help="reset a consumer group's offsets (refused while it has active members)",
         description="Reset a consumer group's committed offsets on the input topic so the "
@@ -509,7 +509,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--config", type=Path, default=None)
     replay.set_defaults(func=cmd_replay)
 
-    rebuild = commands.add_parser(
+    rebuild = subcommands.add_parser(
         "rebuild",
         help="reprocess the input topic into a new collection and diff against live decisions",
         description="Reprocess the input topic into a new collection with the current "
@@ -521,7 +521,7 @@ def build_parser() -> argparse.ArgumentParser:
     rebuild.add_argument("--config", type=Path, default=None)
     rebuild.set_defaults(func=cmd_rebuild)
 
-    demo = commands.add_parser(
+    demo = subcommands.add_parser(
         "demo",
         help="run everything locally on sample events",
         description="Run everything locally on embedded defaults: a local broker, the "
@@ -537,7 +537,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.set_defaults(func=cmd_demo)
 
-    docs = commands.add_parser(
+    docs = subcommands.add_parser(
         "docs",
         help="write the AsyncAPI document and the events' JSON Schemas",
         description="Write the AsyncAPI document (docs/asyncapi.yaml) and the events' JSON "
@@ -555,7 +555,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     docs.set_defaults(func=cmd_docs)
 
-    evaluate = commands.add_parser(
+    evaluate = subcommands.add_parser(
         "evaluate",
         help="measure dedup quality on labelled pairs (real model, bands, guards)",
         description="Measure deduplication quality on labelled pairs with the real model, the "
@@ -574,7 +574,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.set_defaults(func=cmd_evaluate)
 
-    calibrate = commands.add_parser(
+    calibrate = subcommands.add_parser(
         "calibrate",
         help="per-namespace thresholds for a target precision, from labelled pairs",
         description="Derive per-namespace thresholds that reach a target precision on "
@@ -597,7 +597,7 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--json", action="store_true", help="print one JSON document")
     calibrate.set_defaults(func=cmd_calibrate)
 
-    log_cmd = commands.add_parser(
+    log_cmd = subcommands.add_parser(
         "log",
         help="the audit log: decisions with similarity, guard and review status",
         description="Print the audit log: the decisions on the decision topics with their "
@@ -618,7 +618,7 @@ def build_parser() -> argparse.ArgumentParser:
     log_cmd.add_argument("--config", type=Path, default=None)
     log_cmd.set_defaults(func=cmd_log)
 
-    tail_cmd = commands.add_parser(
+    tail_cmd = subcommands.add_parser(
         "tail",
         help="print decisions and dead letters as they arrive",
         description="Print the decisions and dead letters the service publishes as they "
@@ -650,7 +650,7 @@ def build_parser() -> argparse.ArgumentParser:
     tail_cmd.add_argument("--config", type=Path, default=None, help="YAML settings file")
     tail_cmd.set_defaults(func=cmd_tail)
 
-    review = commands.add_parser(
+    review = subcommands.add_parser(
         "review",
         help="confirm a decision, or reverse a semantic skip or merge",
         description="Confirm a decision, or reverse a semantic skip or merge: sends a review "
@@ -668,7 +668,7 @@ def build_parser() -> argparse.ArgumentParser:
     review.add_argument("--config", type=Path, default=None)
     review.set_defaults(func=cmd_review)
 
-    compact = commands.add_parser(
+    compact = subcommands.add_parser(
         "compact",
         help="fold duplicate clusters among stored memories (--dry-run: report only)",
         description="Fold clusters of duplicates among the stored memories, with the guards, "
@@ -691,7 +691,7 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("--config", type=Path, default=None)
     compact.set_defaults(func=cmd_compact)
 
-    migrate = commands.add_parser(
+    migrate = subcommands.add_parser(
         "migrate-collection",
         help="copy a Qdrant server collection of an earlier version into the current "
         "layout (no placeholder vectors); stop the consumers first",

@@ -28,9 +28,8 @@ from consumer.domain.verifier import build_verifier
 from consumer.embedding.embedders import load_embedder
 from consumer.errors import PermanentError
 from consumer.kafka.offsets import exact_end_offsets
-from consumer.kafka.records import InputRecord
+from consumer.kafka.records import InputRecord, OutgoingRecord
 from consumer.kafka.security import aiokafka_kwargs
-from consumer.ports import OutgoingRecord
 from consumer.service.processor import BatchProcessor
 from consumer.settings import Settings
 

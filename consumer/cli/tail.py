@@ -85,7 +85,7 @@ class TailRow:
         return document
 
 
-def parse_record(
+def tail_row(
     topic: str, value: bytes | None, headers: Sequence[tuple[str, bytes]], settings: Settings
 ) -> TailRow:
     """The row of one decision or dead-letter record; one that cannot be read
@@ -248,7 +248,7 @@ async def tail(
                 for record in records:
                     if exit_at_end and record.offset >= ends[tp]:
                         break
-                    emit(parse_record(record.topic, record.value, record.headers or (), settings))
+                    emit(tail_row(record.topic, record.value, record.headers or (), settings))
                 if records and records[-1].offset + 1 >= ends[tp]:
                     remaining.discard(tp)
 

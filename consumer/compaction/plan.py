@@ -4,14 +4,14 @@ that fold each cluster."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
-from consumer.compaction.clusters import ScopeAnalysis
+from consumer.compaction.clusters import PairVeto, ScopeAnalysis
 from consumer.domain.guards import check_pair
 from consumer.domain.models import MemoryRecord, Scope
 from consumer.domain.reviewed import ReviewedPairs
@@ -19,8 +19,6 @@ from consumer.domain.verifier import LlmVerifier, LocalVerifier, PairJudge
 from consumer.ports import MemoryStore
 from consumer.state import codec
 from schemas import SCHEMA_VERSION, CompactCommand, CompactionMember, MemoryCommand
-
-PairVeto = Callable[[MemoryRecord, MemoryRecord], str | None]
 
 
 @dataclass(slots=True)
@@ -91,7 +89,7 @@ def local_judge(verifier: object) -> PairJudge | None:
     return verifier if isinstance(verifier, LocalVerifier) else None
 
 
-def pair_veto(state: StoredState, *, guards: bool, judge: PairJudge | None = None) -> PairVeto:
+def pair_veto_for(state: StoredState, *, guards: bool, judge: PairJudge | None = None) -> PairVeto:
     """What keeps two memories apart: a reviewer separated them, a guard fires,
     or the verifier judges them different facts (as in the consumer)."""
 

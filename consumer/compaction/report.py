@@ -58,7 +58,7 @@ DEFAULT_MAX_TEXT_CHARS: Final = 240
 _MARKDOWN_BAR_WIDTH: Final = 40
 _SHORT_HASH: Final = 12
 
-Settings = Mapping[str, object] | str
+SettingsSummary = Mapping[str, object] | str
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +145,7 @@ def _scope_clusters(analysis: ScopeAnalysis) -> str:
     return f"{clusters}, {removed} would be removed"
 
 
-def _settings_lines(settings: Settings) -> list[tuple[str, str]]:
+def _settings_lines(settings: SettingsSummary) -> list[tuple[str, str]]:
     if isinstance(settings, str):
         return [("settings", settings)] if settings else []
     return [(str(key), str(value)) for key, value in settings.items()]
@@ -212,7 +212,7 @@ def render_markdown(
     *,
     texts: Mapping[str, str] | None = None,
     generated_at: datetime,
-    settings_summary: Settings = "",
+    settings_summary: SettingsSummary = "",
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
 ) -> str:
     """The report as Markdown. `texts` (memory id -> text) adds memory texts."""
@@ -466,7 +466,7 @@ def render_html(
     *,
     texts: Mapping[str, str] | None = None,
     generated_at: datetime,
-    settings_summary: Settings = "",
+    settings_summary: SettingsSummary = "",
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
 ) -> str:
     """The report as one HTML file: inline CSS and SVG, no scripts."""
@@ -512,7 +512,7 @@ def write_reports(
     *,
     texts: Mapping[str, str] | None = None,
     generated_at: datetime | None = None,
-    settings_summary: Settings = "",
+    settings_summary: SettingsSummary = "",
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
 ) -> tuple[Path, Path]:
     """Write compaction-report.md and compaction-report.html into `directory`

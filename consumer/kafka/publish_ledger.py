@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from consumer.ports import OutgoingRecord
+from consumer.kafka.records import OutgoingRecord
 
 # (input partition, input offset, output topic, ordinal)
 LedgerKey = tuple[int, int, str, int]

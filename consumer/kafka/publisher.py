@@ -25,7 +25,7 @@ from faststream.kafka import KafkaBroker
 from consumer.errors import PublishFailed, PublishRejected
 from consumer.kafka.partitioning import CachedDefaultPartitioner
 from consumer.kafka.publish_ledger import PublishLedger, ledger_keys
-from consumer.ports import OutgoingRecord
+from consumer.kafka.records import OutgoingRecord
 
 # Refusals of a record for what it is: the same record is refused every time.
 PERMANENT_PUBLISH_ERRORS: tuple[type[BaseException], ...] = (

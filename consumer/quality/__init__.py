@@ -1,7 +1,8 @@
 """Measured dedup quality: labelled pairs, the consumer's decision rule on them,
 evaluation and threshold calibration (`memdedup evaluate`, `memdedup calibrate`).
 
-Nothing here needs Kafka or a store; only `commands` loads the model.
+Nothing here needs Kafka or a store, nor loads the model: its command line
+(`consumer.cli.quality`) does.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ stored memory of the scope and `new` arrives:
 2. semantic: the cosine `similarity` of the two normalised texts' embeddings is
    classified by the namespace's bands (`Bands.classify`, inclusive bounds);
    a pair that reaches a band is then checked by the guards
-   (`check_pair(existing, new)`, as `DedupEngine._first_allowed` calls it), the
+   (`check_pair(existing, new)`, as `MatchVetter.first_allowed` calls it), the
    parse alignment (consumer.domain.alignment) and the verifier
    (consumer.domain.verifier); a veto of any means "treated as below
    threshold": the memory is accepted. A skip of texts the alignment finds
@@ -62,7 +62,7 @@ def pair_veto(
     aligner: PairAligner | None = None,
 ) -> GuardVeto | None:
     """The guards' veto, else the alignment's, else the verifier's, as
-    `DedupEngine._first_allowed` asks them for a stored `existing` (its content
+    `MatchVetter.first_allowed` (consumer.domain.vetting) asks them for a stored `existing` (its content
     is the event content stripped)."""
     existing = existing.strip()
     veto = check_pair(existing, new) if guards else None

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 import structlog
 
 from consumer.compaction.clusters import analyse_scope
-from consumer.compaction.plan import commands_for, pair_veto, state_from_store
+from consumer.compaction.plan import commands_for, pair_veto_for, state_from_store
 from consumer.domain.models import Scope
 from consumer.domain.verifier import PairJudge
 from consumer.kafka.records import OutgoingRecord
@@ -105,7 +105,7 @@ class PeriodicCompaction:
         analysis = analyse_scope(
             state.memories.get(scope, []),
             bands=self._commands.bands_for(scope.namespace),
-            pair_veto=pair_veto(state, guards=self._guards, judge=self._judge),
+            pair_veto=pair_veto_for(state, guards=self._guards, judge=self._judge),
             scope=scope,
             neighbours=self._settings.neighbours,
             max_cluster_size=self._settings.max_cluster_size,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from consumer.cli import quality as commands
+from consumer.cli import quality as quality_cli
 from consumer.cli.main import main
 from consumer.domain.thresholds import Bands, ThresholdPolicy
 from consumer.quality.calibrate import (
@@ -329,12 +329,12 @@ def stub_model(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[float]]:
     logging setup (bound to this test's captured stderr) is left alone."""
     given: dict[str, list[float]] = {"sims": []}
 
-    async def fake_score(*args: object, **kwargs: object) -> commands._Scored:
-        return commands._Scored(
+    async def fake_score(*args: object, **kwargs: object) -> quality_cli._Scored:
+        return quality_cli._Scored(
             list(given["sims"]), {"model_id": "fake", "backend": "none"}, timing={}
         )
 
-    monkeypatch.setattr(commands, "_score", fake_score)
+    monkeypatch.setattr(quality_cli, "_score", fake_score)
     monkeypatch.setattr("consumer.observability.logs.configure_logging", lambda **kwargs: None)
     return given
 

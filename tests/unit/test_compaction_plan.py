@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from consumer.compaction.plan import StoredState, local_judge, pair_veto
+from consumer.compaction.plan import StoredState, local_judge, pair_veto_for
 from consumer.domain.models import MemoryRecord
 from consumer.domain.normalize import content_hash, normalize_content
 from consumer.domain.verifier import LocalVerifier, Verdict
@@ -49,13 +49,13 @@ def test_reviewed_pairs_come_first_then_guards_then_the_verifier() -> None:
     d = memory("User's flight is at 9pm", [1.0, 0.0])
     state = StoredState()
     agree, disagree = RecordingJudge(same=True), RecordingJudge(same=False)
-    assert pair_veto(state, guards=True, judge=agree)(a, b) is None
+    assert pair_veto_for(state, guards=True, judge=agree)(a, b) is None
     assert agree.calls == [("User lives in Paris", "The user lives in Paris", pytest.approx(0.8))]
-    assert pair_veto(state, guards=True, judge=disagree)(a, b) == "verifier"
-    assert pair_veto(state, guards=True, judge=disagree)(c, d) == "numbers"
-    assert pair_veto(state, guards=False, judge=None)(c, d) is None
+    assert pair_veto_for(state, guards=True, judge=disagree)(a, b) == "verifier"
+    assert pair_veto_for(state, guards=True, judge=disagree)(c, d) == "numbers"
+    assert pair_veto_for(state, guards=False, judge=None)(c, d) is None
     state.reviewed_pairs.add(a.scope, a.content_hash, b.content_hash)
-    assert pair_veto(state, guards=True, judge=agree)(b, a) == "reviewed_pair"
+    assert pair_veto_for(state, guards=True, judge=agree)(b, a) == "reviewed_pair"
 
 
 def test_compaction_asks_the_local_verifier_never_an_llm() -> None:

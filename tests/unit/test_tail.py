@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from consumer.cli.tail import Printer, parse_record, table_header, tail_topics
+from consumer.cli.tail import Printer, table_header, tail_row, tail_topics
 from consumer.settings import Settings, load_settings
 from schemas import DeadLetterCode, DeadLetterHeaders
 
@@ -43,7 +43,7 @@ def test_tail_reads_the_decision_topics_the_dlq_or_both(settings: Settings) -> N
 
 
 def test_a_decision_row_is_the_demo_row(settings: Settings) -> None:
-    item = parse_record(settings.topics.merged, decision_bytes(), [], settings)
+    item = tail_row(settings.topics.merged, decision_bytes(), [], settings)
     row = item.row
     assert (row.partition_in, row.offset_in) == (0, 3)
     assert (row.event_id, row.scope, row.outcome) == ("e-1", "acme/bio", "merged")
@@ -54,7 +54,7 @@ def test_a_decision_row_is_the_demo_row(settings: Settings) -> None:
 
 def test_a_dead_letter_row_carries_its_code_and_detail(settings: Settings) -> None:
     headers = dead_letter_headers(settings)
-    item = parse_record(settings.topics.dlq, b"{not json", headers, settings)
+    item = tail_row(settings.topics.dlq, b"{not json", headers, settings)
     assert item.row.outcome == "dlq:invalid_json"
     assert (item.row.partition_in, item.row.offset_in, item.row.event_id) == (2, 7, "bad-1")
     assert item.error_code == "invalid_json"
@@ -66,7 +66,7 @@ def test_a_dead_letter_row_carries_its_code_and_detail(settings: Settings) -> No
 def test_a_record_that_cannot_be_read_is_shown_not_dropped(
     settings: Settings, topic_attr: str
 ) -> None:
-    item = parse_record(getattr(settings.topics, topic_attr), b"garbage", [], settings)
+    item = tail_row(getattr(settings.topics, topic_attr), b"garbage", [], settings)
     assert item.row.outcome == "unreadable"
 
 
@@ -74,9 +74,9 @@ def test_the_table_streams_aligned_rows_without_text(settings: Settings) -> None
     out = io.StringIO()
     printer = Printer(out, as_json=False, show_text=False)
     printer.header()
-    printer(parse_record(settings.topics.merged, decision_bytes(), [], settings))
-    printer(parse_record(settings.topics.merged, decision_bytes(), [], settings))
-    printer(parse_record(settings.topics.dlq, b"x", dead_letter_headers(settings), settings))
+    printer(tail_row(settings.topics.merged, decision_bytes(), [], settings))
+    printer(tail_row(settings.topics.merged, decision_bytes(), [], settings))
+    printer(tail_row(settings.topics.dlq, b"x", dead_letter_headers(settings), settings))
     header, rule, first, copy, dead = out.getvalue().splitlines()
     assert header.split() == ["input", "event_id", "scope", "outcome", "memory", "why"]
     assert set(rule.replace(" ", "")) == {"-"}
@@ -95,7 +95,7 @@ def test_show_text_adds_the_stored_text(settings: Settings) -> None:
     out = io.StringIO()
     printer = Printer(out, as_json=False, show_text=True)
     printer.header()
-    printer(parse_record(settings.topics.merged, decision_bytes(), [], settings))
+    printer(tail_row(settings.topics.merged, decision_bytes(), [], settings))
     assert table_header(show_text=True)[0].endswith("stored memory text")
     assert out.getvalue().splitlines()[2].endswith("User is allergic to peanuts")
 
@@ -104,8 +104,8 @@ def test_json_lines_parse_and_keep_text_out_by_default(settings: Settings) -> No
     out = io.StringIO()
     printer = Printer(out, as_json=True, show_text=False)
     printer.header()
-    printer(parse_record(settings.topics.merged, decision_bytes(), [], settings))
-    printer(parse_record(settings.topics.dlq, b"x", dead_letter_headers(settings), settings))
+    printer(tail_row(settings.topics.merged, decision_bytes(), [], settings))
+    printer(tail_row(settings.topics.dlq, b"x", dead_letter_headers(settings), settings))
     decided, dead = (json.loads(line) for line in out.getvalue().splitlines())
     assert decided["decision"] == "merged"
     assert decided["memory_id"] == "m-1"
@@ -118,6 +118,6 @@ def test_json_lines_parse_and_keep_text_out_by_default(settings: Settings) -> No
 
     shown = io.StringIO()
     Printer(shown, as_json=True, show_text=True)(
-        parse_record(settings.topics.merged, decision_bytes(), [], settings)
+        tail_row(settings.topics.merged, decision_bytes(), [], settings)
     )
     assert json.loads(shown.getvalue())["content"] == "User is allergic to peanuts"
