@@ -39,8 +39,15 @@ class Embedder(Protocol):
 
 
 class MemoryStore(Protocol):
-    """Memories and decision records. `partition` is the input partition the scope
-    is keyed to: the embedded store keeps one shard per partition, a server ignores it.
+    """Memories, decision records and the service's other points. `partition` is the
+    input partition the scope is keyed to: the embedded store keeps one shard per
+    partition, a server ignores it.
+
+    Plain reads and writes: what makes a write durable (changelog first, or a write
+    fenced by group membership) is consumer.state.durable.DurableStore's, and what
+    only the embedded store needs is behind `shards()`. The reference implementation
+    is consumer.state.memory.InMemoryStore; tests/unit/state/test_store_contract.py
+    runs the same tests on every implementation.
 
     Implementations raise consumer.errors.StoreUnavailable for anything that may
     succeed on retry.
@@ -50,7 +57,10 @@ class MemoryStore(Protocol):
 
     async def get_memories(
         self, partition: int, memory_ids: Sequence[str]
-    ) -> dict[str, MemoryRecord]: ...
+    ) -> dict[str, MemoryRecord]:
+        """Memories by id; the id of a memory folded into another by compaction
+        yields the memory it was folded into."""
+        ...
 
     async def search(
         self, partition: int, queries: Sequence[SimilarityQuery]
@@ -76,40 +86,12 @@ class MemoryStore(Protocol):
         """Every point of a kind in the partition's shard (all of them on a server)."""
         ...
 
-    async def write(
-        self,
-        partition: int,
-        memories: Sequence[MemoryRecord],
-        decisions: Sequence[DecisionRecord],
-        *,
-        changelog_offset: int | None = None,
-    ) -> None:
-        """Store memories and decision records together, in one operation, with the
-        changelog offset that covers them (embedded store)."""
-        ...
-
-    async def apply_points(
-        self,
-        partition: int,
-        points: Sequence[RawPoint],
-        *,
-        changelog_offset: int | None,
-        deleted_ids: Sequence[str] = (),
-    ) -> None:
-        """Delete `deleted_ids`, then store points (restored from the changelog, or
-        appended to it first), with the changelog offset that covers both."""
+    async def pending_memories(self, partition: int, limit: int) -> list[MemoryRecord]:
+        """Memories accepted while the model was down, still without a vector."""
         ...
 
     async def expired_decisions(self, partition: int, before: float, limit: int) -> list[str]:
         """Ids of up to `limit` decision records decided before `before` (Unix s)."""
-        ...
-
-    async def changelog_position(self, partition: int) -> int | None: ...
-
-    async def delete_memories(self, partition: int, memory_ids: Sequence[str]) -> None: ...
-
-    async def pending_memories(self, partition: int, limit: int) -> list[MemoryRecord]:
-        """Memories accepted while the model was down, still without a vector."""
         ...
 
     async def count_memories(
@@ -119,11 +101,60 @@ class MemoryStore(Protocol):
         namespace: str | None = None,
     ) -> int: ...
 
-    async def release_partitions(self, partitions: Iterable[int]) -> None: ...
+    async def write(
+        self,
+        partition: int,
+        memories: Sequence[MemoryRecord],
+        decisions: Sequence[DecisionRecord],
+    ) -> None:
+        """Store memories and decision records together, in one operation."""
+        ...
+
+    async def apply_points(
+        self, partition: int, points: Sequence[RawPoint], *, deleted_ids: Sequence[str] = ()
+    ) -> None:
+        """Delete `deleted_ids`, then store points, in order (a seen update is set on
+        the memory it names, if stored)."""
+        ...
+
+    def shards(self) -> ShardStore | None:
+        """The embedded store's per-partition side; None for a store the group shares."""
+        ...
 
     async def ping(self) -> None: ...
 
     async def close(self) -> None: ...
+
+
+class ShardStore(Protocol):
+    """What only a store with one shard per input partition adds (the embedded
+    store): the changelog position each shard holds, and giving shards up on
+    revocation. Used through consumer.state.durable.DurableStore."""
+
+    async def apply_points(
+        self,
+        partition: int,
+        points: Sequence[RawPoint],
+        *,
+        changelog_offset: int | None = None,
+        deleted_ids: Sequence[str] = (),
+    ) -> None:
+        """As MemoryStore.apply_points, and the changelog offset that covers the
+        change, in the same operation: the position never runs ahead of the data."""
+        ...
+
+    async def changelog_position(self, partition: int) -> int | None:
+        """Last changelog offset the partition's shard holds; None for a new shard."""
+        ...
+
+    async def release_partitions(self, partitions: Iterable[int]) -> None:
+        """Flush and close the partitions' shards (their data stays)."""
+        ...
+
+    def full_results_from(self, score: float) -> None:
+        """Below `score`, a search may return only each query's best result, without
+        its memory (it counts for its score alone)."""
+        ...
 
 
 class MembershipFence(Protocol):

@@ -17,6 +17,7 @@ from faststream.kafka import KafkaBroker
 
 from consumer.chaos.stall import StallSwitch
 from consumer.chaos.store import OutageSwitchStore
+from consumer.compaction.plan import local_judge
 from consumer.domain.alignment import load_aligner
 from consumer.domain.dedup import DedupEngine
 from consumer.domain.merge import build_merger
@@ -33,10 +34,13 @@ from consumer.observability.metrics import ServiceMetrics, TimedEmbedder
 from consumer.observability.progress import PartitionProgress
 from consumer.observability.tracing import tracing_middlewares
 from consumer.ports import Embedder, MembershipFence, MemoryStore
+from consumer.service.command_processor import CommandProcessor
+from consumer.service.periodic_compaction import PeriodicCompaction
 from consumer.service.processor import BatchProcessor
-from consumer.service.retention import warn_if_shorter_than_input
+from consumer.service.retention import DecisionRetention, warn_if_shorter_than_input
 from consumer.settings import QdrantSettings, Settings
 from consumer.state.changelog import Changelog
+from consumer.state.durable import DurableStore
 from consumer.state.edge import EdgeMemoryStore
 from consumer.state.membership import GroupMembership
 from consumer.state.server import QdrantServerStore
@@ -93,9 +97,9 @@ def build_store(
 
 
 def uses_changelog(settings: Settings, store: MemoryStore) -> bool:
-    """Only an embedded store needs its state carried between machines."""
-    inner = store.inner if isinstance(store, OutageSwitchStore) else store
-    return isinstance(inner, EdgeMemoryStore) and bool(settings.topics.changelog)
+    """Only an embedded store (one with shards) needs its state carried between
+    machines."""
+    return store.shards() is not None and bool(settings.topics.changelog)
 
 
 def create_app(
@@ -222,9 +226,9 @@ async def start_service(
     await runtime.store.start(runtime.embedder.dimension)
     aligner = await load_aligner(settings.dedup.alignment_enabled)
     policy = threshold_policy(settings)
-    inner = runtime.store.inner if isinstance(runtime.store, OutageSwitchStore) else runtime.store
-    if isinstance(inner, EdgeMemoryStore):
-        inner.full_results_from(lowest_band(policy))
+    shards = runtime.store.shards()
+    if shards is not None:
+        shards.full_results_from(lowest_band(policy))
     engine = DedupEngine(
         store=runtime.store,
         embedder=TimedEmbedder(runtime.embedder, runtime.metrics),
@@ -257,30 +261,62 @@ async def start_service(
             client_kwargs=aiokafka_kwargs(settings.security),
             membership=fence,
         )
+    state = DurableStore(
+        runtime.store,
+        changelog=runtime.changelog,
+        membership=runtime.membership,
+        dimension=runtime.embedder.dimension,
+    )
+    model_id = runtime.embedder.model_id
+    commands = CommandProcessor(
+        engine=engine,
+        state=state,
+        topics=settings.topics,
+        model_id=model_id,
+        dimension=runtime.embedder.dimension,
+        metrics=runtime.metrics,
+    )
+    compaction = settings.compaction
+    periodic = (
+        PeriodicCompaction(
+            settings=compaction,
+            state=state,
+            commands=commands,
+            publisher=publisher,
+            guards=engine.guards_enabled,
+            input_topic=settings.topics.input,
+            judge=local_judge(engine.verifier),
+            dimension=runtime.embedder.dimension,
+        )
+        if compaction.periodic
+        else None
+    )
+    retention = (
+        DecisionRetention(settings=settings.retention, state=state, metrics=runtime.metrics)
+        if settings.retention.decisions_hours is not None
+        else None
+    )
     processor = BatchProcessor(
         engine=engine,
-        store=runtime.store,
+        state=state,
+        commands=commands,
         publisher=publisher,
         topics=settings.topics,
-        model_id=runtime.embedder.model_id,
+        model_id=model_id,
         max_event_bytes=settings.limits.max_event_bytes,
-        changelog=runtime.changelog,
-        dimension=runtime.embedder.dimension,
+        max_record_bytes=kafka.max_request_bytes,
         metrics=runtime.metrics,
         # A shared server can see two consumers' work overlap; a shard cannot.
         reconcile=runtime.changelog is None,
-        compaction=settings.compaction,
-        membership=runtime.membership,
-        retention=settings.retention,
-        max_record_bytes=kafka.max_request_bytes,
+        periodic=periodic,
+        retention=retention,
     )
     runtime.service = ConsumerService(
         processor=processor,
-        store=runtime.store,
+        state=state,
         engine=engine,
         retry=settings.retry,
         input_topic=settings.topics.input,
-        changelog=runtime.changelog,
         metrics=runtime.metrics,
         fail_open=settings.dedup.on_store_unavailable == "accept",
     )

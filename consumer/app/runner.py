@@ -17,10 +17,9 @@ from consumer.domain.dedup import DedupEngine
 from consumer.errors import PartitionsLost, PermanentError, StoreUnavailable, TransientError
 from consumer.kafka.records import InputRecord
 from consumer.observability.metrics import ServiceMetrics, component_of
-from consumer.ports import MemoryStore
 from consumer.service.processor import BatchProcessor, BatchSummary
 from consumer.settings import RetrySettings
-from consumer.state.changelog import Changelog
+from consumer.state.durable import DurableStore
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
@@ -40,11 +39,10 @@ class ConsumerService:
         self,
         *,
         processor: BatchProcessor,
-        store: MemoryStore,
+        state: DurableStore,
         engine: DedupEngine,
         retry: RetrySettings,
         input_topic: str,
-        changelog: Changelog | None = None,
         metrics: ServiceMetrics | None = None,
         fail_open: bool = False,
     ) -> None:
@@ -53,12 +51,10 @@ class ConsumerService:
         self._fail_open = fail_open
         self._metrics = metrics or ServiceMetrics()
         self._processor = processor
-        self._store = store
+        self._state = state
         self._engine = engine
         self._retry = retry
         self._input_topic = input_topic
-        self._changelog = changelog
-        self._restored: set[int] = set()
         self._in_flight = asyncio.Lock()
         # Set on shutdown: a batch waiting to retry gives up at once (it is not
         # committed, so it is redelivered) instead of holding the shutdown.
@@ -104,12 +100,8 @@ class ConsumerService:
         self._stopping.set()
 
     async def _restore(self, partitions: set[int]) -> None:
-        changelog = self._changelog
-        if changelog is None:
-            return
-        for partition in sorted(partitions - self._restored):
-            await self._with_retries(partial(changelog.restore, partition, self._store), 0)
-            self._restored.add(partition)
+        for partition in self._state.unrestored(partitions):
+            await self._with_retries(partial(self._state.restore, partition), 0)
 
     async def handle(
         self, records: Sequence[InputRecord], *, partition_count: int | None = None
@@ -197,5 +189,4 @@ class ConsumerService:
             self._engine.recent.drop_partitions(partitions)
             for partition in partitions:
                 self._engine.reviewed.forget(partition)
-            self._restored.difference_update(partitions)
-            await self._store.release_partitions(partitions)
+            await self._state.release(partitions)

@@ -13,8 +13,17 @@ from pathlib import Path
 
 from consumer.domain.models import DecisionRecord, MemoryRecord, ScoredMemory, SimilarityQuery
 from consumer.errors import StoreUnavailable
-from consumer.ports import MemoryStore
+from consumer.ports import MemoryStore, ShardStore
 from consumer.state.codec import RawPoint
+
+
+class _OutageFile:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def check(self) -> None:
+        if self.path.exists():
+            raise StoreUnavailable(f"injected outage ({self.path} exists)")
 
 
 class OutageSwitchStore:
@@ -22,11 +31,17 @@ class OutageSwitchStore:
 
     def __init__(self, inner: MemoryStore, *, outage_file: Path) -> None:
         self.inner = inner
-        self._outage_file = outage_file
+        self._outage = _OutageFile(outage_file)
+        inner_shards = inner.shards()
+        self._shards = (
+            None if inner_shards is None else OutageSwitchShards(inner_shards, self._outage)
+        )
 
     def _check(self) -> None:
-        if self._outage_file.exists():
-            raise StoreUnavailable(f"injected outage ({self._outage_file} exists)")
+        self._outage.check()
+
+    def shards(self) -> ShardStore | None:
+        return self._shards
 
     async def start(self, dimension: int) -> None:
         await self.inner.start(dimension)
@@ -72,24 +87,15 @@ class OutageSwitchStore:
         partition: int,
         memories: Sequence[MemoryRecord],
         decisions: Sequence[DecisionRecord],
-        *,
-        changelog_offset: int | None = None,
     ) -> None:
         self._check()
-        await self.inner.write(partition, memories, decisions, changelog_offset=changelog_offset)
+        await self.inner.write(partition, memories, decisions)
 
     async def apply_points(
-        self,
-        partition: int,
-        points: Sequence[RawPoint],
-        *,
-        changelog_offset: int | None,
-        deleted_ids: Sequence[str] = (),
+        self, partition: int, points: Sequence[RawPoint], *, deleted_ids: Sequence[str] = ()
     ) -> None:
         self._check()
-        await self.inner.apply_points(
-            partition, points, changelog_offset=changelog_offset, deleted_ids=deleted_ids
-        )
+        await self.inner.apply_points(partition, points, deleted_ids=deleted_ids)
 
     async def expired_decisions(self, partition: int, before: float, limit: int) -> list[str]:
         self._check()
@@ -98,14 +104,6 @@ class OutageSwitchStore:
     async def pending_memories(self, partition: int, limit: int) -> list[MemoryRecord]:
         self._check()
         return await self.inner.pending_memories(partition, limit)
-
-    async def delete_memories(self, partition: int, memory_ids: Sequence[str]) -> None:
-        self._check()
-        await self.inner.delete_memories(partition, memory_ids)
-
-    async def changelog_position(self, partition: int) -> int | None:
-        self._check()
-        return await self.inner.changelog_position(partition)
 
     async def count_memories(
         self,
@@ -116,12 +114,41 @@ class OutageSwitchStore:
         self._check()
         return await self.inner.count_memories(partition, tenant_id, namespace)
 
-    async def release_partitions(self, partitions: Iterable[int]) -> None:
-        await self.inner.release_partitions(partitions)
-
     async def ping(self) -> None:
         self._check()
         await self.inner.ping()
 
     async def close(self) -> None:
         await self.inner.close()
+
+
+class OutageSwitchShards:
+    """The embedded store's shard side, failing alike while the outage file exists
+    (giving shards up never fails: a revocation must go through)."""
+
+    def __init__(self, inner: ShardStore, outage: _OutageFile) -> None:
+        self.inner = inner
+        self._outage = outage
+
+    async def apply_points(
+        self,
+        partition: int,
+        points: Sequence[RawPoint],
+        *,
+        changelog_offset: int | None = None,
+        deleted_ids: Sequence[str] = (),
+    ) -> None:
+        self._outage.check()
+        await self.inner.apply_points(
+            partition, points, changelog_offset=changelog_offset, deleted_ids=deleted_ids
+        )
+
+    async def changelog_position(self, partition: int) -> int | None:
+        self._outage.check()
+        return await self.inner.changelog_position(partition)
+
+    async def release_partitions(self, partitions: Iterable[int]) -> None:
+        await self.inner.release_partitions(partitions)
+
+    def full_results_from(self, score: float) -> None:
+        self.inner.full_results_from(score)

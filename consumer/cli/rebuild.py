@@ -30,8 +30,10 @@ from consumer.errors import PermanentError
 from consumer.kafka.offsets import exact_end_offsets
 from consumer.kafka.records import InputRecord, OutgoingRecord
 from consumer.kafka.security import aiokafka_kwargs
+from consumer.service.command_processor import CommandProcessor
 from consumer.service.processor import BatchProcessor
 from consumer.settings import Settings
+from consumer.state.durable import DurableStore
 
 BATCH = 256
 
@@ -205,9 +207,13 @@ async def rebuild(
             verifier=build_verifier(settings.dedup),
             aligner=await load_aligner(settings.dedup.alignment_enabled),
         )
+        state = DurableStore(store)
         processor = BatchProcessor(
             engine=engine,
-            store=store,
+            state=state,
+            commands=CommandProcessor(
+                engine=engine, state=state, topics=settings.topics, model_id=embedder.model_id
+            ),
             publisher=publisher,
             topics=settings.topics,
             model_id=embedder.model_id,

@@ -13,7 +13,7 @@ Where the service calls what:
   `rerouted(summary.rerouted)`: in `consume_batch` after `service.handle(...)`
   returned (poison records arrive there as `processing_error` dead letters).
 - `observe_embed(seconds)`: around each model call; `TimedEmbedder` does it.
-- `observe_store(seconds)`: around `store.write(...)` in `_process_partition`.
+- `observe_store(seconds)`: what `DurableStore.write_decided` took, in `_decide_and_write`.
 - `retry(component_of(exc))`, `set_backoff(True)` before the backoff sleep in
   `ConsumerService._with_retries`; `set_backoff(False)` once the operation
   succeeds or gives up.

@@ -47,12 +47,11 @@ from consumer.domain.normalize import (
 from consumer.domain.thresholds import Bands
 from consumer.kafka.records import OutgoingRecord
 from consumer.observability.metrics import ServiceMetrics
-from consumer.ports import MembershipFence, MemoryStore
+from consumer.ports import MemoryStore
 from consumer.service.validation import ParsedCommand
 from consumer.settings import TopicSettings
 from consumer.state import codec
-from consumer.state.changelog import Changelog
-from consumer.state.membership import fenced
+from consumer.state.durable import DurableStore
 from schemas import (
     CommandResult,
     CommandStatus,
@@ -130,22 +129,21 @@ class CommandProcessor:
         self,
         *,
         engine: DedupEngine,
-        store: MemoryStore,
+        state: DurableStore,
         topics: TopicSettings,
         model_id: str,
-        changelog: Changelog | None = None,
         dimension: int = 0,
         metrics: ServiceMetrics | None = None,
         clock: Callable[[], datetime] = _utcnow,
-        membership: MembershipFence | None = None,
     ) -> None:
+        """`state`: where a command's effects are written, with the records it
+        emits (consumer.state.durable)."""
         self._metrics = metrics or ServiceMetrics()
-        self._membership = membership
         self._engine = engine
-        self._store = store
+        self._state = state
+        self._store = state.store
         self._topics = topics
         self._model_id = model_id
-        self._changelog = changelog
         # Non-memory points still need a vector of the collection's dimension.
         self._dimension = dimension or engine.embedder.dimension
         self._clock = clock
@@ -193,23 +191,13 @@ class CommandProcessor:
                 self._dimension,
             )
         )
-        await self.persist(partition, points)
+        await self._state.apply(partition, points)
         # The command's result is always its last record.
         self._metrics.command(command.command.type, json.loads(outputs[-1].value)["status"])
         return outputs
 
     def bands_for(self, namespace: str) -> Bands:
         return self._engine.policy.bands_for(namespace)
-
-    async def persist(self, partition: int, points: list[codec.RawPoint]) -> None:
-        """Changelog first, then the store (as the batch processor writes)."""
-        if self._changelog is None:
-            # A shared store: fenced here (a changelog fences its own appends).
-            write = self._store.apply_points(partition, points, changelog_offset=None)
-            await fenced(self._membership, write)
-            return
-        offset = await self._changelog.append(partition, points)
-        await self._store.apply_points(partition, points, changelog_offset=offset)
 
     def _record(self, topic: str, item: ParsedCommand, body: str) -> OutgoingRecord:
         key = scope_key(item.command.tenant_id, item.command.namespace).encode()

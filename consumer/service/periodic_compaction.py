@@ -25,10 +25,11 @@ from consumer.compaction.plan import commands_for, pair_veto_for, state_from_sto
 from consumer.domain.models import Scope
 from consumer.domain.verifier import PairJudge
 from consumer.kafka.records import OutgoingRecord
-from consumer.ports import MemoryStore, RecordPublisher
+from consumer.ports import RecordPublisher
 from consumer.service.command_processor import CommandProcessor
 from consumer.settings import CompactionSettings
 from consumer.state import codec
+from consumer.state.durable import DurableStore
 
 log = structlog.get_logger(__name__)
 
@@ -49,7 +50,7 @@ class PeriodicCompaction:
         self,
         *,
         settings: CompactionSettings,
-        store: MemoryStore,
+        state: DurableStore,
         commands: CommandProcessor,
         publisher: RecordPublisher,
         guards: bool,
@@ -59,7 +60,8 @@ class PeriodicCompaction:
         clock: Callable[[], datetime] = _utcnow,
     ) -> None:
         self._settings = settings
-        self._store = store
+        self._state = state
+        self._store = state.store
         self._commands = commands
         self._publisher = publisher
         self._guards = guards
@@ -120,7 +122,7 @@ class PeriodicCompaction:
                 for command in commands
             ]
         )
-        await self._commands.persist(
+        await self._state.apply(
             partition,
             [
                 codec.plain_point(

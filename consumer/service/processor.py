@@ -21,13 +21,13 @@ import asyncio
 import hashlib
 import time
 from collections import Counter
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from functools import partial
+from typing import cast
 
 import structlog
 
-from consumer.compaction.plan import local_judge
 from consumer.domain.dedup import DedupEngine, Lookahead
 from consumer.domain.guards import related_kind
 from consumer.domain.models import BatchPlan, Candidate, DecisionRecord, Outcome
@@ -36,7 +36,7 @@ from consumer.kafka.partitioning import canonical_partition
 from consumer.kafka.publisher import DEFAULT_MAX_REQUEST_BYTES, record_size
 from consumer.kafka.records import OCTET_STREAM, InputRecord, OutgoingRecord
 from consumer.observability.metrics import ServiceMetrics
-from consumer.ports import MembershipFence, MemoryStore, RecordPublisher
+from consumer.ports import RecordPublisher
 from consumer.service.command_processor import (
     CommandProcessor,
     load_reviewed_pairs,
@@ -46,10 +46,8 @@ from consumer.service.command_processor import (
 from consumer.service.periodic_compaction import PeriodicCompaction
 from consumer.service.retention import DecisionRetention
 from consumer.service.validation import ParsedCommand, Rejection, parse_record
-from consumer.settings import CompactionSettings, RetentionSettings, TopicSettings
-from consumer.state.changelog import Changelog
-from consumer.state.codec import decision_point, memory_point, seen_point
-from consumer.state.membership import fenced
+from consumer.settings import TopicSettings
+from consumer.state.durable import DurableStore
 from schemas import (
     CheckName,
     CheckReport,
@@ -150,82 +148,43 @@ class BatchProcessor:
         self,
         *,
         engine: DedupEngine,
-        store: MemoryStore,
+        state: DurableStore,
+        commands: CommandProcessor,
         publisher: RecordPublisher,
         topics: TopicSettings,
         model_id: str,
         max_event_bytes: int,
-        changelog: Changelog | None = None,
-        dimension: int = 0,
+        max_record_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
         metrics: ServiceMetrics | None = None,
         reconcile: bool = False,
-        compaction: CompactionSettings | None = None,
-        membership: MembershipFence | None = None,
-        retention: RetentionSettings | None = None,
-        max_record_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+        periodic: PeriodicCompaction | None = None,
+        retention: DecisionRetention | None = None,
     ) -> None:
-        """`max_record_bytes`: the largest record the publisher sends; a dead letter
-        of a larger input record carries the input's first bytes. `reconcile`:
-        re-check scopes after inserting, for a store shared by consumers whose work
-        may overlap (a Qdrant server). `membership` fences
-        writes to such a store (consumer.state.membership); a changelog fences its own.
-        `retention`: decision retention (consumer.service.retention), when it sets hours."""
+        """`state`: the store, written by its durable-write rule (consumer.state.durable);
+        `commands` applies the batch's commands. `max_record_bytes`: the largest
+        record the publisher sends; a dead letter of a larger input record carries
+        the input's first bytes. `reconcile`: re-check scopes after inserting, for a
+        store shared by consumers whose work may overlap (a Qdrant server).
+        `periodic` and `retention` run after each batch (consumer.service.periodic_compaction,
+        consumer.service.retention), when configured."""
         self._reconcile = reconcile
         self._engine = engine
-        self._store = store
+        self._state = state
+        self._store = state.store
         self._publisher = publisher
         self._topics = topics
         self._model_id = model_id
         self._max_event_bytes = max_event_bytes
         self._max_record_bytes = max_record_bytes
-        self._changelog = changelog
-        self._membership = membership
-        # Partitions whose changelog holds points their shard may lack (a write
-        # failed after the append): restored before they are processed again.
-        self._shard_behind: set[int] = set()
-        self._dimension = dimension
         self._metrics = metrics or ServiceMetrics()
         self._decision_topics = {
             Decision.ACCEPTED: topics.accepted,
             Decision.MERGED: topics.merged,
             Decision.SKIPPED: topics.skipped,
         }
-        self._commands = CommandProcessor(
-            engine=engine,
-            store=store,
-            topics=topics,
-            model_id=model_id,
-            changelog=changelog,
-            dimension=dimension,
-            metrics=self._metrics,
-            membership=membership,
-        )
-        self._periodic = (
-            PeriodicCompaction(
-                settings=compaction,
-                store=store,
-                commands=self._commands,
-                publisher=publisher,
-                guards=engine.guards_enabled,
-                input_topic=topics.input,
-                judge=local_judge(engine.verifier),
-                dimension=dimension or engine.embedder.dimension,
-            )
-            if compaction is not None and compaction.periodic
-            else None
-        )
-        self._retention = (
-            DecisionRetention(
-                settings=retention,
-                store=store,
-                changelog=changelog,
-                shards_behind=self._shard_behind,
-                metrics=self._metrics,
-                membership=membership,
-            )
-            if retention is not None and retention.decisions_hours is not None
-            else None
-        )
+        self._commands = commands
+        self._periodic = periodic
+        self._retention = retention
 
     def _decision_topic(self, decision: Decision) -> str:
         return self._decision_topics[decision]
@@ -391,7 +350,7 @@ class BatchProcessor:
         ahead: dict[int, asyncio.Task[_Ahead]] = {}
         previous: asyncio.Task[_Ahead] | None = None
         for partition in order:
-            if partition not in by_partition or partition in self._shard_behind:
+            if partition not in by_partition or self._state.is_behind(partition):
                 continue
             previous = ahead[partition] = asyncio.ensure_future(
                 self._look_ahead(partition, by_partition[partition], after=previous)
@@ -451,9 +410,7 @@ class BatchProcessor:
         summary: BatchSummary,
         ahead_task: asyncio.Task[_Ahead] | None = None,
     ) -> tuple[list[tuple[int, int, OutgoingRecord]], list[tuple[Candidate, _Reason]]]:
-        if partition in self._shard_behind and self._changelog is not None:
-            await self._changelog.restore(partition, self._store)
-            self._shard_behind.discard(partition)
+        await self._state.catch_up(partition)
         await load_reviewed_pairs(self._engine, self._store, partition)
         if not candidates:
             return [], []
@@ -510,39 +467,27 @@ class BatchProcessor:
         decision_records, decided_payloads = self._decision_records(plan.outcomes)
         payloads.update(decided_payloads)
         memories = list(plan.writes.values())
-        if self._changelog is not None:
-            # Changelog first: it is the source a restore trusts, so it must never
-            # lack what a shard holds. The shard then stores the very same points
-            # (built once), with the changelog position that covers them.
-            points = [
-                seen_point(m) if m.memory_id in plan.seen_only else memory_point(m, self._dimension)
-                for m in memories
-            ]
-            points.extend(decision_point(d, self._dimension) for d in decision_records)
-            # Behind from here: an append that fails part-way may have landed some
-            # points, which a retry then restores (and replays) rather than decides anew.
-            self._shard_behind.add(partition)
-            changelog_offset = await self._changelog.append(partition, points)
-            started = time.perf_counter()
-            storing = self._store.apply_points(partition, points, changelog_offset=changelog_offset)
-            if self._reconcile:
-                await storing
-            else:
-                # Final already (no race re-check can change them): published while
-                # the shard is written, which the event loop would otherwise wait on.
-                emitted.extend(self._decided_records(partition, plan, payloads, repeats))
-                emitted.sort(key=lambda item: item[1])
-                await _all_of(storing, self._publisher.publish_all(_answers(emitted)))
-                emitted = []
-            self._shard_behind.discard(partition)
-        else:
-            started = time.perf_counter()
-            await fenced(self._membership, self._store.write(partition, memories, decision_records))
-        self._metrics.observe_store(time.perf_counter() - started)
+        publish_now = self._state.has_changelog and not self._reconcile
+        if publish_now:
+            # Final already (no race re-check can change them): published once the
+            # changelog holds them, while the shard is written, which the event loop
+            # would otherwise wait on.
+            emitted.extend(self._decided_records(partition, plan, payloads, repeats))
+            emitted.sort(key=lambda item: item[1])
+            publish = partial(self._publisher.publish_all, _answers(emitted))
+            emitted = []
+        store_s = await self._state.write_decided(
+            partition,
+            memories,
+            decision_records,
+            seen_only=plan.seen_only,
+            alongside=publish if publish_now else None,
+        )
+        self._metrics.observe_store(store_s)
         if self._reconcile:
             payloads.update(await self._resolve_races(partition, plan))
         self._engine.commit(plan)
-        if self._reconcile or self._changelog is None:
+        if not publish_now:
             emitted.extend(self._decided_records(partition, plan, payloads, repeats))
 
         # Bound once: each call on the module's lazy logger builds a bound logger
@@ -649,10 +594,8 @@ class BatchProcessor:
             )
         records, payloads = self._decision_records(replaced)
         merged = [o.memory for o in replaced if o.decision is Decision.MERGED]
-        await self._store.write(partition, merged, records)
-        await self._store.delete_memories(
-            partition, [o.superseded_memory_id for o in replaced if o.superseded_memory_id]
-        )
+        superseded = [o.superseded_memory_id for o in replaced if o.superseded_memory_id]
+        await self._state.correct(partition, merged, records, superseded)
         return payloads
 
 
@@ -732,16 +675,6 @@ def _close_segments(segments: Sequence[tuple[list[Candidate], Lookahead | None]]
     for _, lookahead in segments:
         if lookahead is not None:
             lookahead.close()
-
-
-async def _all_of(*operations: Awaitable[Any]) -> None:
-    """Runs operations concurrently and waits for every one, even after one fails
-    (a retry must not start while a store write still runs); re-raises the first
-    failure."""
-    results = await asyncio.gather(*operations, return_exceptions=True)
-    for result in results:
-        if isinstance(result, BaseException):
-            raise result
 
 
 def _answers(outgoing: Sequence[tuple[int, int, OutgoingRecord]]) -> list[OutgoingRecord]:

@@ -26,10 +26,8 @@ from aiokafka.errors import KafkaError
 
 from consumer.kafka.topics import topic_retention
 from consumer.observability.metrics import ServiceMetrics
-from consumer.ports import MembershipFence, MemoryStore
 from consumer.settings import RetentionSettings, Settings
-from consumer.state.changelog import Changelog
-from consumer.state.membership import fenced
+from consumer.state.durable import DurableStore
 
 log = structlog.get_logger(__name__)
 
@@ -39,28 +37,20 @@ class DecisionRetention:
         self,
         *,
         settings: RetentionSettings,
-        store: MemoryStore,
-        changelog: Changelog | None,
-        shards_behind: set[int],
+        state: DurableStore,
         metrics: ServiceMetrics,
-        membership: MembershipFence | None = None,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        """`shards_behind`: the pipeline's set of partitions whose shard may lack
-        what the changelog holds (restored before their next batch); a partition is
-        in it from its tombstones' append until its shard has applied them.
-        `membership` fences deletes from a shared store (no changelog)."""
+        """`state` deletes as every write is made: changelog tombstones first, or
+        fenced by membership (consumer.state.durable)."""
         if settings.decisions_hours is None:
             raise ValueError("decision retention is off (retention.decisions_hours unset)")
         self._keep_s = settings.decisions_hours * 3600.0
         self._interval_s = settings.interval_s
         self._max_per_run = settings.max_per_run
-        self._store = store
-        self._changelog = changelog
-        self._shards_behind = shards_behind
+        self._state = state
         self._metrics = metrics
-        self._membership = membership
         self._clock = clock
         self._monotonic = monotonic
         # Monotonic time of each partition's next check.
@@ -92,22 +82,10 @@ class DecisionRetention:
 
     async def _prune(self, partition: int) -> int:
         cut_off = self._clock() - self._keep_s
-        expired = await self._store.expired_decisions(partition, cut_off, self._max_per_run)
+        expired = await self._state.store.expired_decisions(partition, cut_off, self._max_per_run)
         if not expired:
             return 0
-        if self._changelog is not None:
-            # Changelog first, as every write: behind until the shard has applied it.
-            self._shards_behind.add(partition)
-            offset = await self._changelog.append(partition, [], deleted_ids=expired)
-            await self._store.apply_points(
-                partition, [], changelog_offset=offset, deleted_ids=expired
-            )
-            self._shards_behind.discard(partition)
-        else:
-            await fenced(
-                self._membership,
-                self._store.apply_points(partition, [], changelog_offset=None, deleted_ids=expired),
-            )
+        await self._state.apply(partition, [], deleted_ids=expired)
         self._metrics.pruned(len(expired))
         log.info(
             "decisions_pruned",

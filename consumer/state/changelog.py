@@ -21,7 +21,7 @@ from aiokafka.errors import KafkaError
 from consumer.errors import ChangelogUnavailable
 from consumer.kafka.offsets import exact_end_offsets
 from consumer.kafka.records import OutgoingRecord
-from consumer.ports import MembershipFence, MemoryStore, RecordPublisher
+from consumer.ports import MembershipFence, RecordPublisher, ShardStore
 from consumer.state.codec import RawPoint
 from consumer.state.membership import fenced
 
@@ -116,7 +116,7 @@ class Changelog:
             self._reader = reader
         return self._reader
 
-    async def restore(self, partition: int, store: MemoryStore) -> int:
+    async def restore(self, partition: int, store: ShardStore) -> int:
         """Bring the partition's shard up to the changelog's end; returns how many
         points were applied. The caller owns the partition, so nobody appends
         meanwhile: an empty fetch at the tail means the shard has caught up."""

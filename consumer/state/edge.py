@@ -410,7 +410,7 @@ class EdgeMemoryStore:
         partition: int,
         points: Sequence[codec.RawPoint],
         *,
-        changelog_offset: int | None,
+        changelog_offset: int | None = None,
         deleted_ids: Sequence[str] = (),
     ) -> None:
         """Delete `deleted_ids`, then upsert points and the changelog position they
@@ -640,6 +640,10 @@ class EdgeMemoryStore:
                     log.info("shard_closed", partition=partition)
 
         await self._run(close)
+
+    def shards(self) -> EdgeMemoryStore:
+        """Itself: one shard per partition, carried by a changelog (consumer.state.durable)."""
+        return self
 
     async def ping(self) -> None:
         await self._run(lambda: None)

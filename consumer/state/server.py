@@ -18,7 +18,7 @@ they keep working, with a placeholder vector on those points, until moved with
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
@@ -332,15 +332,12 @@ class QdrantServerStore:
         partition: int,
         memories: Sequence[MemoryRecord],
         decisions: Sequence[DecisionRecord],
-        *,
-        changelog_offset: int | None = None,
     ) -> None:
-        """`changelog_offset` is ignored: a shared server needs no changelog."""
         points = [codec.memory_point(m, self._dimension) for m in memories]
         points.extend(codec.decision_point(d, self._dimension) for d in decisions)
         # Upserted with wait=True: acknowledged only once applied, before offsets
         # are committed.
-        await self.apply_points(partition, points, changelog_offset=None)
+        await self.apply_points(partition, points)
 
     async def count_memories(
         self,
@@ -364,7 +361,6 @@ class QdrantServerStore:
         partition: int,
         points: Sequence[codec.RawPoint],
         *,
-        changelog_offset: int | None,
         deleted_ids: Sequence[str] = (),
     ) -> None:
         if deleted_ids:
@@ -448,11 +444,10 @@ class QdrantServerStore:
             lambda: self._client.delete(self._collection, points_selector=selector, wait=True)
         )
 
-    async def changelog_position(self, partition: int) -> int | None:
+    def shards(self) -> None:
+        """None: one collection shared by the group, with no changelog and no
+        hand-over between consumers."""
         return None
-
-    async def release_partitions(self, partitions: Iterable[int]) -> None:
-        """A shared server needs no hand-over between consumers."""
 
     async def ping(self) -> None:
         await self._call(self._client.get_collections)

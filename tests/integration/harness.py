@@ -107,7 +107,9 @@ async def running_consumer(
         yield
     finally:
         await app.stop()
-        await store.release_partitions(range(settings.topics.partitions))
+        shards = store.shards()
+        if shards is not None:
+            await shards.release_partitions(range(settings.topics.partitions))
 
 
 class NoPublisher:

@@ -1,4 +1,5 @@
-"""Fixtures of the unit suite: fake embedder and publisher, an embedded store in tmp_path."""
+"""Fixtures of the unit suite: fake embedder and publisher, the in-memory store, and an
+embedded store in tmp_path for the tests of that store."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from consumer.domain.dedup import DedupEngine
 from consumer.domain.merge import Merger
 from consumer.domain.recent import RecentCache
 from consumer.domain.thresholds import ThresholdPolicy
+from consumer.ports import MemoryStore
 from consumer.state.edge import EdgeMemoryStore
+from consumer.testing import InMemoryStore
 
 from .helpers import DEFAULT_BANDS, DIMENSION, FIXED_NOW, INPUT_TOPIC, FakeEmbedder, FakePublisher
 
@@ -28,7 +31,17 @@ def publisher() -> FakePublisher:
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[EdgeMemoryStore]:
+async def store() -> MemoryStore:
+    """The reference store (consumer.state.memory): what the domain needs of a store,
+    without an engine underneath."""
+    memory = InMemoryStore()
+    await memory.start(DIMENSION)
+    return memory
+
+
+@pytest.fixture
+async def edge_store(tmp_path: Path) -> AsyncIterator[EdgeMemoryStore]:
+    """The embedded store, for the tests of the store itself."""
     edge = EdgeMemoryStore(root=tmp_path / "data", collection="memories", topic=INPUT_TOPIC)
     await edge.start(DIMENSION)
     try:
@@ -41,7 +54,7 @@ EngineFactory = Callable[..., DedupEngine]
 
 
 @pytest.fixture
-def make_engine(store: EdgeMemoryStore, embedder: FakeEmbedder) -> EngineFactory:
+def make_engine(store: MemoryStore, embedder: FakeEmbedder) -> EngineFactory:
     def build(
         *,
         policy: ThresholdPolicy | None = None,

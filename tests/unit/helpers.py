@@ -1,97 +1,46 @@
-"""Fakes and builders shared by the unit tests: no Kafka, no real model."""
+"""Fakes and builders shared by the unit tests: no Kafka, no real model. The store
+and embedder doubles are the shipped ones (consumer.testing)."""
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import numpy as np
-
+from consumer.compaction.plan import local_judge
+from consumer.domain.dedup import DedupEngine
 from consumer.domain.models import Candidate, MemoryRecord
-from consumer.domain.normalize import normalize_content
 from consumer.domain.thresholds import Bands
 from consumer.errors import PublishFailed
+from consumer.kafka.publisher import DEFAULT_MAX_REQUEST_BYTES
 from consumer.kafka.records import InputRecord, OutgoingRecord
-from consumer.ports import Vectors
+from consumer.observability.metrics import ServiceMetrics
+from consumer.ports import MembershipFence, MemoryStore, RecordPublisher
+from consumer.service.command_processor import CommandProcessor
+from consumer.service.periodic_compaction import PeriodicCompaction
+from consumer.service.processor import BatchProcessor
+from consumer.service.retention import DecisionRetention
 from consumer.service.validation import Rejection, parse_record
+from consumer.settings import CompactionSettings, RetentionSettings, TopicSettings
+from consumer.state.changelog import Changelog
+from consumer.state.durable import DurableStore
+from consumer.testing import DIMENSION, FakeEmbedder, InMemoryStore, base_vector, unit_vector
 from schemas import scope_key
 
-DIMENSION = 32
+# The shipped doubles, re-exported for the tests that import them from here.
+__all__ = [
+    "DIMENSION",
+    "FakeEmbedder",
+    "InMemoryStore",
+    "base_vector",
+    "unit_vector",
+]
+
 INPUT_TOPIC = "memory.extracted"
 FIXED_NOW = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 RECORD_TS_MS = 1_700_000_000_000
 DEFAULT_BANDS = Bands(duplicate_threshold=0.90, merge_threshold=0.80)
-
-
-def unit_vector(similarity: float, axis: int, dimension: int = DIMENSION) -> np.ndarray:
-    """A unit vector whose cosine with e0 is `similarity`; the rest lies on `axis`.
-
-    Two such vectors on different axes have cosine s1 * s2 with each other.
-    """
-    assert axis != 0
-    vector = np.zeros(dimension, dtype=np.float32)
-    vector[0] = similarity
-    vector[axis] = math.sqrt(max(0.0, 1.0 - similarity * similarity))
-    return vector
-
-
-def base_vector(dimension: int = DIMENSION) -> np.ndarray:
-    vector = np.zeros(dimension, dtype=np.float32)
-    vector[0] = 1.0
-    return vector
-
-
-class FakeEmbedder:
-    """consumer.ports.Embedder with vectors chosen by the test.
-
-    Texts without a chosen vector get a fresh one-hot vector (orthogonal to every
-    other text), allocated from the highest axis down. Every call is recorded.
-    """
-
-    def __init__(self, dimension: int = DIMENSION, model_id: str = "fake/unit-embedder") -> None:
-        self._dimension = dimension
-        self._model_id = model_id
-        self._vectors: dict[str, np.ndarray] = {}
-        self._next_free_axis = dimension - 1
-        self.calls: list[list[str]] = []
-        self.closed = False
-
-    @property
-    def model_id(self) -> str:
-        return self._model_id
-
-    @property
-    def dimension(self) -> int:
-        return self._dimension
-
-    @property
-    def texts_embedded(self) -> list[str]:
-        return [text for call in self.calls for text in call]
-
-    def set(self, text: str, vector: np.ndarray) -> None:
-        """Choose the vector for `text` (normalised the way the engine does)."""
-        norm = float(np.linalg.norm(vector))
-        self._vectors[normalize_content(text)] = (vector / norm).astype(np.float32)
-
-    def _vector(self, text: str) -> np.ndarray:
-        if text not in self._vectors:
-            vector = np.zeros(self._dimension, dtype=np.float32)
-            vector[self._next_free_axis] = 1.0
-            self._next_free_axis -= 1
-            self._vectors[text] = vector
-        return self._vectors[text]
-
-    async def embed(self, texts: Sequence[str]) -> Vectors:
-        self.calls.append(list(texts))
-        if not texts:
-            return np.zeros((0, self._dimension), dtype=np.float32)
-        return np.stack([self._vector(text) for text in texts]).astype(np.float32)
-
-    async def close(self) -> None:
-        self.closed = True
 
 
 class FakePublisher:
@@ -186,3 +135,66 @@ def make_candidate(*, partition: int = 0, offset: int = 0, **overrides: Any) -> 
     )
     assert not isinstance(parsed, Rejection), parsed
     return parsed
+
+
+def make_processor(
+    *,
+    engine: DedupEngine,
+    store: MemoryStore,
+    publisher: RecordPublisher,
+    topics: TopicSettings,
+    model_id: str,
+    max_event_bytes: int,
+    changelog: Changelog | None = None,
+    membership: MembershipFence | None = None,
+    dimension: int = 0,
+    metrics: ServiceMetrics | None = None,
+    reconcile: bool = False,
+    compaction: CompactionSettings | None = None,
+    retention: RetentionSettings | None = None,
+    max_record_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+) -> BatchProcessor:
+    """A batch processor with its parts, put together as consumer/app/factory.py does."""
+    metrics = metrics or ServiceMetrics()
+    state = DurableStore(store, changelog=changelog, membership=membership, dimension=dimension)
+    commands = CommandProcessor(
+        engine=engine,
+        state=state,
+        topics=topics,
+        model_id=model_id,
+        dimension=dimension,
+        metrics=metrics,
+    )
+    periodic = (
+        PeriodicCompaction(
+            settings=compaction,
+            state=state,
+            commands=commands,
+            publisher=publisher,
+            guards=engine.guards_enabled,
+            input_topic=topics.input,
+            judge=local_judge(engine.verifier),
+            dimension=dimension or engine.embedder.dimension,
+        )
+        if compaction is not None and compaction.periodic
+        else None
+    )
+    kept = (
+        DecisionRetention(settings=retention, state=state, metrics=metrics)
+        if retention is not None and retention.decisions_hours is not None
+        else None
+    )
+    return BatchProcessor(
+        engine=engine,
+        state=state,
+        commands=commands,
+        publisher=publisher,
+        topics=topics,
+        model_id=model_id,
+        max_event_bytes=max_event_bytes,
+        max_record_bytes=max_record_bytes,
+        metrics=metrics,
+        reconcile=reconcile,
+        periodic=periodic,
+        retention=kept,
+    )

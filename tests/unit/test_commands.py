@@ -14,13 +14,20 @@ from consumer.domain.models import Scope
 from consumer.domain.normalize import content_hash, memory_id_for, normalize_content
 from consumer.kafka.records import InputRecord
 from consumer.observability.metrics import ServiceMetrics
-from consumer.service.processor import BatchProcessor
 from consumer.settings import TopicSettings
 from consumer.state.edge import EdgeMemoryStore
 from schemas import CommandResult, MemoryDecisionEvent, MemoryReversed
 
 from .conftest import EngineFactory
-from .helpers import FakeEmbedder, FakePublisher, base_vector, event_dict, make_record, unit_vector
+from .helpers import (
+    FakeEmbedder,
+    FakePublisher,
+    base_vector,
+    event_dict,
+    make_processor,
+    make_record,
+    unit_vector,
+)
 
 TOPICS = TopicSettings()
 TENANT, NAMESPACE = "tenant-a", "prefs"
@@ -46,7 +53,7 @@ class Harness:
         self, engine: Any, store: EdgeMemoryStore, embedder: FakeEmbedder, publisher: FakePublisher
     ) -> None:
         self.metrics = ServiceMetrics()
-        self.processor = BatchProcessor(
+        self.processor = make_processor(
             engine=engine,
             store=store,
             publisher=publisher,
@@ -391,7 +398,7 @@ async def test_periodic_compaction_folds_a_large_scope_once_per_interval(
     assert await store.count_memories(0) == 4
 
     publisher = FakePublisher()
-    processor = BatchProcessor(
+    processor = make_processor(
         engine=make_engine(),
         store=store,
         publisher=publisher,
@@ -436,7 +443,7 @@ async def test_periodic_compaction_folds_a_large_scope_once_per_interval(
     strict_again = Harness(make_engine(policy=strict), store, embedder, FakePublisher())
     await strict_again.send(event_dict(event_id="e9", content="User likes green tea a lot"))
     later = FakePublisher()
-    fresh = BatchProcessor(
+    fresh = make_processor(
         engine=make_engine(),
         store=store,
         publisher=later,

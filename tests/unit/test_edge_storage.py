@@ -40,6 +40,13 @@ from schemas import Decision
 
 from .helpers import DIMENSION, FIXED_NOW, INPUT_TOPIC
 
+
+@pytest.fixture
+def store(edge_store: EdgeMemoryStore) -> EdgeMemoryStore:
+    """These tests are of the embedded store itself."""
+    return edge_store
+
+
 MEMORY_ID = "00000000-0000-5000-8000-0000000000a1"
 
 

@@ -32,6 +32,12 @@ def memory(memory_id: str, vector: list[float]) -> MemoryRecord:
     )
 
 
+@pytest.fixture
+def store(edge_store: EdgeMemoryStore) -> EdgeMemoryStore:
+    """These tests are of the embedded store itself."""
+    return edge_store
+
+
 NEAR = "00000000-0000-5000-8000-000000000001"
 FAR = "00000000-0000-5000-8000-000000000002"
 FARTHER = "00000000-0000-5000-8000-000000000003"

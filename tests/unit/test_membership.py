@@ -21,7 +21,7 @@ from consumer.state.edge import EdgeMemoryStore
 from consumer.state.membership import GroupMembership
 
 from .conftest import EngineFactory
-from .helpers import DIMENSION, FakeEmbedder, event_dict, make_record
+from .helpers import DIMENSION, FakeEmbedder, event_dict, make_processor, make_record
 
 NO_ERROR, ILLEGAL_GENERATION, UNKNOWN_MEMBER, REBALANCING, FENCED_INSTANCE = 0, 22, 25, 27, 82
 
@@ -181,7 +181,7 @@ def processor_with(
 ) -> BatchProcessor:
     """A batch processor whose writes are fenced as `fencing` says (a changelog
     with its membership, or the membership of a shared store's writes)."""
-    return BatchProcessor(
+    return make_processor(
         engine=make_engine(),
         store=store,
         publisher=publisher,

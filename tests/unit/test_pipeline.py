@@ -30,6 +30,7 @@ from .helpers import (
     FakePublisher,
     base_vector,
     event_dict,
+    make_processor,
     make_record,
     unit_vector,
 )
@@ -52,7 +53,7 @@ def processor(
 ) -> BatchProcessor:
     embedder.set(BASE, base_vector())
     embedder.set(CLOSE, unit_vector(0.85, axis=2))
-    return BatchProcessor(
+    return make_processor(
         engine=make_engine(),
         store=store,
         publisher=publisher,
@@ -218,7 +219,7 @@ async def test_a_dead_letter_too_big_for_a_record_keeps_the_first_bytes_size_and
     from consumer.kafka.publisher import record_size
 
     limit = 64 * 1024
-    processor = BatchProcessor(
+    processor = make_processor(
         engine=make_engine(),
         store=store,
         publisher=publisher,
@@ -323,7 +324,7 @@ async def test_redelivery_into_a_fresh_consumer_replays_identically(
     await processor.process(batch)
     first_out = [r.value for r in publisher.published]
     other_publisher = FakePublisher()
-    fresh = BatchProcessor(
+    fresh = make_processor(
         engine=make_engine(),
         store=store,
         publisher=other_publisher,

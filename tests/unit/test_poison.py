@@ -16,12 +16,19 @@ from consumer.domain.thresholds import ThresholdPolicy
 from consumer.errors import PartitionsLost, PublishFailed, PublishRejected
 from consumer.kafka.records import OutgoingRecord
 from consumer.ports import Vectors
-from consumer.service.processor import BatchProcessor
 from consumer.settings import RetrySettings, TopicSettings
+from consumer.state.durable import DurableStore
 from consumer.state.edge import EdgeMemoryStore
 from schemas import DeadLetterHeaders, MemoryDecisionEvent
 
-from .helpers import DEFAULT_BANDS, FakeEmbedder, FakePublisher, event_dict, make_record
+from .helpers import (
+    DEFAULT_BANDS,
+    FakeEmbedder,
+    FakePublisher,
+    event_dict,
+    make_processor,
+    make_record,
+)
 
 TOPICS = TopicSettings(accepted="a", merged="m", skipped="s", dlq="d", create=False)
 # Short backoffs: the tests wait through every retry.
@@ -51,7 +58,7 @@ def service_with(
         policy=ThresholdPolicy(default=DEFAULT_BANDS),
         recent=RecentCache(ttl_s=300, max_entries=100),
     )
-    processor = BatchProcessor(
+    processor = make_processor(
         engine=engine,
         store=store,
         publisher=publisher,
@@ -60,7 +67,11 @@ def service_with(
         max_event_bytes=4096,
     )
     return ConsumerService(
-        processor=processor, store=store, engine=engine, retry=retry, input_topic="in"
+        processor=processor,
+        state=DurableStore(store),
+        engine=engine,
+        retry=retry,
+        input_topic="in",
     )
 
 

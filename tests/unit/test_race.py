@@ -12,7 +12,6 @@ from consumer.domain.dedup import DedupEngine
 from consumer.domain.models import DecisionRecord, MemoryRecord
 from consumer.domain.recent import RecentCache
 from consumer.domain.thresholds import ThresholdPolicy
-from consumer.service.processor import BatchProcessor
 from consumer.settings import TopicSettings
 from consumer.state.server import QdrantServerStore
 from schemas import MemoryDecisionEvent
@@ -23,6 +22,7 @@ from .helpers import (
     FakePublisher,
     base_vector,
     event_dict,
+    make_processor,
     make_record,
     unit_vector,
 )
@@ -47,14 +47,12 @@ class RendezvousStore:
         partition: int,
         memories: Sequence[MemoryRecord],
         decisions: Sequence[DecisionRecord],
-        *,
-        changelog_offset: int | None = None,
     ) -> None:
         together = self._first_writes < 2
         if together:
             self._first_writes += 1
             await self._barrier.wait()
-        await self._inner.write(partition, memories, decisions, changelog_offset=changelog_offset)
+        await self._inner.write(partition, memories, decisions)
         if together:
             await self._barrier.wait()
 
@@ -86,7 +84,7 @@ async def race(
         ticking_clock(datetime(2026, 1, 1, 0, 0, 1, tzinfo=UTC)),
     ]
     processors = [
-        BatchProcessor(
+        make_processor(
             engine=DedupEngine(
                 store=store,  # type: ignore[arg-type]
                 embedder=embedder,

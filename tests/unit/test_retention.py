@@ -19,6 +19,7 @@ from consumer.service.retention import DecisionRetention
 from consumer.settings import RetentionSettings, load_settings
 from consumer.state import codec
 from consumer.state.changelog import _changes
+from consumer.state.durable import DurableStore
 
 HOUR = 3600.0
 
@@ -40,7 +41,7 @@ class FakeStore:
         partition: int,
         points: Sequence[Any],
         *,
-        changelog_offset: int | None,
+        changelog_offset: int | None = None,
         deleted_ids: Sequence[str] = (),
     ) -> None:
         self.calls.append(("apply", partition, list(points), changelog_offset, list(deleted_ids)))
@@ -49,18 +50,22 @@ class FakeStore:
         for point_id in deleted_ids:
             self.decided_at[partition].pop(point_id, None)
 
+    def shards(self) -> FakeStore:
+        return self
+
 
 class FakeChangelog:
-    def __init__(self, store: FakeStore, behind: set[int]) -> None:
+    def __init__(self, store: FakeStore) -> None:
         self.store = store
-        self.behind = behind
+        self.state: DurableStore | None = None
         self.offset = 100
 
     async def append(
         self, partition: int, points: Sequence[Any], *, deleted_ids: Sequence[str] = ()
     ) -> int:
         # Marked behind before the append reaches the changelog.
-        assert partition in self.behind
+        assert self.state is not None
+        assert self.state.is_behind(partition)
         self.store.calls.append(("append", partition, list(points), list(deleted_ids)))
         self.offset += len(deleted_ids)
         return self.offset
@@ -83,19 +88,24 @@ def make(
     changelog: bool = True,
     max_per_run: int = 100,
     membership: Any = None,
-) -> tuple[DecisionRetention, Clock, set[int], ServiceMetrics]:
-    clock, behind, metrics = Clock(), set[int](), ServiceMetrics()
+) -> tuple[DecisionRetention, Clock, DurableStore, ServiceMetrics]:
+    clock, metrics = Clock(), ServiceMetrics()
+    fake_changelog = FakeChangelog(store) if changelog else None
+    state = DurableStore(
+        store,  # type: ignore[arg-type]
+        changelog=fake_changelog,  # type: ignore[arg-type]
+        membership=membership,
+    )
+    if fake_changelog is not None:
+        fake_changelog.state = state
     retention = DecisionRetention(
         settings=RetentionSettings(decisions_hours=24, interval_s=300, max_per_run=max_per_run),
-        store=store,  # type: ignore[arg-type]
-        changelog=FakeChangelog(store, behind) if changelog else None,  # type: ignore[arg-type]
-        shards_behind=behind,
+        state=state,
         metrics=metrics,
-        membership=membership,
         clock=clock.wall,
         monotonic=clock.monotonic,
     )
-    return retention, clock, behind, metrics
+    return retention, clock, state, metrics
 
 
 def pruned(metrics: ServiceMetrics) -> float:
@@ -105,7 +115,7 @@ def pruned(metrics: ServiceMetrics) -> float:
 async def test_decisions_older_than_the_retention_are_tombstoned_then_deleted() -> None:
     now = Clock().now
     store = FakeStore({0: {"old": now - 25 * HOUR, "new": now - 23 * HOUR}, 1: {}})
-    retention, _, behind, metrics = make(store)
+    retention, _, state, metrics = make(store)
     assert await retention.after_batch([0, 1]) == 1
     assert store.calls == [
         ("expired", 0, now - 24 * HOUR, 100),
@@ -114,7 +124,7 @@ async def test_decisions_older_than_the_retention_are_tombstoned_then_deleted() 
         ("expired", 1, now - 24 * HOUR, 100),
     ]
     assert store.decided_at[0] == {"new": now - 23 * HOUR}
-    assert behind == set()
+    assert not state.is_behind(0)
     assert pruned(metrics) == 1
 
 
@@ -144,11 +154,11 @@ async def test_a_partition_with_more_than_a_run_is_checked_again_at_its_next_bat
 async def test_a_failed_delete_leaves_the_shard_behind_and_never_fails_the_batch() -> None:
     now = Clock().now
     store = FakeStore({0: {"old": now - 25 * HOUR}})
-    retention, clock, behind, metrics = make(store)
+    retention, clock, state, metrics = make(store)
     store.fail_apply = True
     assert await retention.after_batch([0]) == 0
     # The tombstone is in the changelog: the shard is restored before its next batch.
-    assert behind == {0}
+    assert state.is_behind(0)
     assert metrics.prune_failures._value.get() == 1
     store.fail_apply = False
     clock.now += 300
@@ -173,9 +183,7 @@ def test_retention_needs_its_hours() -> None:
     with pytest.raises(ValueError, match="decisions_hours"):
         DecisionRetention(
             settings=RetentionSettings(),
-            store=FakeStore({}),  # type: ignore[arg-type]
-            changelog=None,
-            shards_behind=set(),
+            state=DurableStore(FakeStore({})),  # type: ignore[arg-type]
             metrics=ServiceMetrics(),
         )
 

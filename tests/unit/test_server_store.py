@@ -42,12 +42,12 @@ async def test_points_and_seen_updates_apply_in_order() -> None:
                 codec.decision_point(decision(), DIMENSION),
             ]
         ]
-        await store.apply_points(0, points, changelog_offset=None)
+        await store.apply_points(0, points)
         assert await store.get_memories(0, [MEMORY_ID, other_id]) == {MEMORY_ID: seen}
         assert (await store.get_decisions(0, ["e9"]))["e9"] == decision()
 
         # A whole write after an update wins, even with a lower count.
-        await store.apply_points(0, [codec.memory_point(lowered, DIMENSION)], changelog_offset=None)
+        await store.apply_points(0, [codec.memory_point(lowered, DIMENSION)])
         assert (await store.get_memories(0, [MEMORY_ID]))[MEMORY_ID] == lowered
     finally:
         await store.close()
@@ -69,7 +69,7 @@ async def test_expired_decisions_are_found_and_deleted() -> None:
             [old.decision_id],
             [new.decision_id],
         )
-        await store.apply_points(0, [], changelog_offset=None, deleted_ids=expired)
+        await store.apply_points(0, [], deleted_ids=expired)
         left = await store.get_decisions(0, ["old", "new", "undated"])
         assert set(left) == {"new", "undated"}
         assert await store.count_memories(0) == 1
@@ -101,7 +101,6 @@ async def test_partition_work_is_scoped_to_the_partition_it_was_written_for() ->
         await store.apply_points(
             1,
             [codec.memory_point(pending[1], DIMENSION), codec.decision_point(second, DIMENSION)],
-            changelog_offset=None,
         )
         legacy_pending_id = "00000000-0000-5000-8000-0000000000cf"
         unstamped = [
