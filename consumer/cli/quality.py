@@ -16,6 +16,8 @@ from consumer.domain.verifier import LlmVerifier, LocalVerifier, PairJudge, buil
 from consumer.quality.calibrate import (
     GRID,
     calibrate,
+)
+from consumer.quality.calibration_report import (
     calibration_json,
     calibration_plot,
     render_calibration,

@@ -21,9 +21,11 @@ from consumer.quality.calibrate import (
     TRAIN_DEV,
     CurvePoint,
     calibrate,
+    refusal_reason,
+)
+from consumer.quality.calibration_report import (
     calibration_json,
     calibration_plot,
-    refusal_reason,
     render_calibration,
     yaml_snippet,
 )

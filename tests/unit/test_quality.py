@@ -19,12 +19,14 @@ from consumer.quality.calibrate import (
     CurvePoint,
     PairFacts,
     calibrate,
-    calibration_json,
-    calibration_plot,
     choose_threshold,
     confusion_at,
-    render_calibration,
     sweep,
+)
+from consumer.quality.calibration_report import (
+    calibration_json,
+    calibration_plot,
+    render_calibration,
     yaml_snippet,
 )
 from consumer.quality.evaluate import (
