@@ -2,6 +2,9 @@
 
 Precedence, highest first: environment, config file (`MEMDEDUP_CONFIG_FILE` or
 `--config`), defaults. Every setting is listed in docs/configuration.md.
+
+One module because the settings are one tree (`Settings` and its groups) that the
+documentation table is checked against; split, a group would be harder to find.
 """
 
 from __future__ import annotations

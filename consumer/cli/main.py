@@ -1,4 +1,9 @@
-"""`memdedup` command line."""
+"""`memdedup` command line: the parser and one thin `cmd_*` function per subcommand.
+
+One module because the parser is the command line's table of contents: each
+subcommand's arguments and help sit beside the few lines that call the module
+doing the work (demo, produce, tail, replay, rebuild, compact, auditlog, quality).
+"""
 
 from __future__ import annotations
 
