@@ -174,7 +174,18 @@ class BrokerPublisher:
     def _direct_producer(self) -> AIOKafkaProducer | None:
         """The broker's own aiokafka producer, when publishing through the broker
         would add nothing but cost (~20 us per record): no publish middleware
-        (tracing) to run. None otherwise, or if the broker's internals differ."""
+        (tracing) to run. None otherwise, or if the broker's internals differ.
+
+        The one place that reaches into FastStream's internals (its producer
+        wrapper's private `_producer`), on purpose: FastStream's public API has no
+        way to the aiokafka producer, and what it offers instead cannot carry the
+        records as they are. `KafkaBroker.publish` sends one record and one future
+        at a time (the fallback below); `KafkaBroker.publish_batch` gives every
+        record of a batch the same headers and correlation id (decisions have one
+        each, dead letters their own reasons) and sends an empty value where a
+        changelog tombstone must be null. When the internals move, this returns
+        None and every record goes through `KafkaBroker.publish`, correct but slower
+        (tests/integration/test_publisher.py pins the fast path)."""
         if self._broker.middlewares:
             return None
         try:
