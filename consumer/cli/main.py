@@ -370,7 +370,8 @@ def cmd_migrate_collection(args: argparse.Namespace) -> int:
     from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
     from consumer.errors import StoreUnavailable
-    from consumer.state.server import CollectionCopy, copy_collection, server_client
+    from consumer.state.collection_copy import CollectionCopy, copy_collection
+    from consumer.state.server import server_client
 
     settings = _settings(args)
     qdrant = settings.qdrant

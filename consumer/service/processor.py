@@ -18,55 +18,42 @@ then replays those very decisions instead of taking new ones.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import cast
 
 import structlog
 
 from consumer.domain.dedup import DedupEngine, Lookahead
-from consumer.domain.guards import related_kind
-from consumer.domain.models import BatchPlan, Candidate, DecisionRecord, Outcome
-from consumer.domain.normalize import decision_id_for
+from consumer.domain.models import BatchPlan, Candidate, Outcome
 from consumer.kafka.partitioning import canonical_partition
-from consumer.kafka.publisher import DEFAULT_MAX_REQUEST_BYTES, record_size
-from consumer.kafka.records import OCTET_STREAM, InputRecord, OutgoingRecord
+from consumer.kafka.publisher import DEFAULT_MAX_REQUEST_BYTES
+from consumer.kafka.records import InputRecord, OutgoingRecord
 from consumer.observability.metrics import ServiceMetrics
 from consumer.ports import RecordPublisher
-from consumer.service.command_processor import (
-    CommandProcessor,
-    load_reviewed_pairs,
-    reversal_basis,
-    stored_memory,
+from consumer.service.command_processor import CommandProcessor, load_reviewed_pairs
+from consumer.service.decisions import (
+    build_decision_event,
+    dead_letter,
+    decision_records,
+    reroute,
 )
 from consumer.service.periodic_compaction import PeriodicCompaction
+from consumer.service.replays import Reason, SortedOut, conflict_reason, event_ids, sort_out
 from consumer.service.retention import DecisionRetention
 from consumer.service.validation import ParsedCommand, Rejection, parse_record
 from consumer.settings import TopicSettings
 from consumer.state.durable import DurableStore
 from schemas import (
     CheckName,
-    CheckReport,
     DeadLetterCode,
-    DeadLetterHeaders,
     Decision,
-    GuardReport,
-    MemoryDecisionEvent,
-    RecordPosition,
-    RelatedMemory,
-    memory_urn,
     scope_key,
 )
-from schemas.events import RelatedKind
 
 log = structlog.get_logger(__name__)
 
-
-REROUTED_HEADER = "memdedup-rerouted-from"
 
 # Texts a partition's segment embeds at most: a partition with more new texts in a
 # batch is decided and written in segments, so the model embeds the next segment
@@ -86,61 +73,6 @@ class BatchSummary:
     @property
     def total_decisions(self) -> int:
         return sum(self.decisions.values())
-
-
-def build_decision_event(
-    outcome: Outcome, model_id: str, decision_id: str | None = None
-) -> MemoryDecisionEvent:
-    """`decision_id`: the event's, when the caller has it already."""
-    candidate = outcome.candidate
-    event = candidate.event
-    memory = outcome.memory
-    return MemoryDecisionEvent(
-        decision_id=decision_id or decision_id_for(event.event_id),
-        event_id=event.event_id,
-        tenant_id=event.tenant_id,
-        namespace=event.namespace,
-        decision=outcome.decision,
-        reason=outcome.reason,
-        similarity=None if outcome.similarity is None else round(outcome.similarity, 6),
-        threshold=outcome.threshold,
-        memory_id=memory.memory_id,
-        memory_urn=memory_urn(memory.tenant_id, memory.namespace, memory.memory_id),
-        memory=stored_memory(memory),
-        checks=[
-            CheckReport(name=c.name, hit=c.hit, duration_ms=c.duration_ms, score=c.score)
-            for c in outcome.checks
-        ],
-        model=model_id,
-        decided_at=outcome.decided_at,
-        record=RecordPosition(
-            topic=candidate.record.topic,
-            partition=candidate.record.partition,
-            offset=candidate.record.offset,
-        ),
-        content_hash=candidate.content_hash,
-        superseded_memory_id=outcome.superseded_memory_id,
-        degraded=bool(outcome.skipped_checks),
-        skipped_checks=list(outcome.skipped_checks),
-        merge_policy=outcome.merge_policy,
-        merge_fallback=outcome.merge_fallback,
-        guard=None
-        if outcome.guard is None
-        else GuardReport(
-            name=outcome.guard.veto.guard.value,
-            detail=outcome.guard.veto.detail,
-            memory_id=outcome.guard.memory_id,
-            similarity=round(outcome.guard.similarity, 6),
-        ),
-        related=[
-            RelatedMemory(
-                memory_id=hit.memory_id,
-                similarity=round(hit.similarity, 6),
-                kind=cast(RelatedKind, related_kind(hit.veto)),
-            )
-            for hit in outcome.related
-        ],
-    )
 
 
 class BatchProcessor:
@@ -196,71 +128,9 @@ class BatchProcessor:
         return OutgoingRecord(self._decision_topic(decision), key, payload)
 
     def _dead_letter(self, rejection: Rejection) -> OutgoingRecord:
-        """The input record's bytes with why they were refused; an input too large
-        for a record of its own keeps its first bytes, and its size and digest."""
-        record = rejection.record
-        value = record.value or b""
-        key = record.key
-        headers = _text_headers(record)
-        # Input headers or a key that would crowd out the body are left out: the
-        # original keeps them, at the source position the headers name.
-        if sum(len(n) + len(v.encode()) for n, v in headers.items()) > self._max_record_bytes // 4:
-            headers = {}
-        if key is not None and len(key) > self._max_record_bytes // 8:
-            key = None
-        reason = DeadLetterHeaders(
-            error_code=rejection.code,
-            error_detail=rejection.detail,
-            source_topic=record.topic,
-            source_partition=record.partition,
-            source_offset=record.offset,
+        return dead_letter(
+            rejection, topic=self._topics.dlq, max_record_bytes=self._max_record_bytes
         )
-        headers.update(reason.to_kafka())
-        if rejection.event_id is not None:
-            headers["event_id"] = rejection.event_id[:128]
-        source = (record.partition, record.offset)
-        # The input's bytes as they came: nothing says they are JSON.
-        dead = OutgoingRecord(
-            self._topics.dlq, key, value, headers, source=source, content_type=OCTET_STREAM
-        )
-        if record_size(dead) > self._max_record_bytes:
-            headers.update(
-                reason.model_copy(
-                    update={
-                        "original_bytes": len(value),
-                        "original_sha256": hashlib.sha256(value).hexdigest(),
-                    }
-                ).to_kafka()
-            )
-            dead = replace(dead, headers=headers, value=b"")
-            room = max(0, self._max_record_bytes - record_size(dead))
-            dead = replace(dead, value=value[:room])
-        log.warning(
-            "dead_lettered",
-            error_code=rejection.code.value,
-            error_detail=rejection.detail,
-            event_id=rejection.event_id,
-            topic=record.topic,
-            partition=record.partition,
-            offset=record.offset,
-            bytes=len(value),
-            truncated=len(dead.value) < len(value),
-        )
-        return dead
-
-    def _reroute(self, record: InputRecord, key: bytes, partition: int | None) -> OutgoingRecord:
-        """Send a record to its scope's partition, with the scope's key."""
-        headers = _text_headers(record)
-        headers[REROUTED_HEADER] = f"{record.topic}/{record.partition}/{record.offset}"
-        log.warning(
-            "rerouted",
-            topic=record.topic,
-            partition=record.partition,
-            offset=record.offset,
-            to_partition=partition,
-            key_matched=record.key == key,
-        )
-        return OutgoingRecord(record.topic, key, record.value or b"", headers, partition)
 
     async def dead_letter_unprocessable(self, record: InputRecord, detail: str) -> None:
         """For records whose processing keeps failing for an unclassified reason."""
@@ -285,7 +155,7 @@ class BatchProcessor:
                 # A command changes stored memories, so it cannot run now; it goes
                 # to the back of its partition, to be applied once the store is back.
                 summary.rerouted += 1
-                deferred = self._reroute(record, record.key or b"", record.partition)
+                deferred = reroute(record, record.key or b"", record.partition)
                 outgoing.append((record.partition, record.offset, deferred))
                 continue
             outcome = self._engine.fail_open(parsed, skipped)
@@ -331,7 +201,7 @@ class BatchProcessor:
             if record.key != key or (home is not None and record.partition != home):
                 # Never decided here: another partition owns this scope's state.
                 summary.rerouted += 1
-                outgoing.append((record.partition, record.offset, self._reroute(record, key, home)))
+                outgoing.append((record.partition, record.offset, reroute(record, key, home)))
                 continue
             if isinstance(parsed, ParsedCommand):
                 commands.setdefault(record.partition, []).append(parsed)
@@ -396,8 +266,8 @@ class BatchProcessor:
         if after is not None:
             # The model serves calls in order: this partition's comes after the last.
             await asyncio.wait([after])
-        prior = await self._store.get_decisions(partition, _event_ids(candidates))
-        sorted_out = _sort_out(candidates, prior)
+        prior = await self._store.get_decisions(partition, event_ids(candidates))
+        sorted_out = sort_out(candidates, prior)
         segments = await self._engine.look_ahead(
             partition, sorted_out.fresh, texts_per_segment=SEGMENT_TEXTS
         )
@@ -409,7 +279,7 @@ class BatchProcessor:
         candidates: list[Candidate],
         summary: BatchSummary,
         ahead_task: asyncio.Task[_Ahead] | None = None,
-    ) -> tuple[list[tuple[int, int, OutgoingRecord]], list[tuple[Candidate, _Reason]]]:
+    ) -> tuple[list[tuple[int, int, OutgoingRecord]], list[tuple[Candidate, Reason]]]:
         await self._state.catch_up(partition)
         await load_reviewed_pairs(self._engine, self._store, partition)
         if not candidates:
@@ -419,11 +289,11 @@ class BatchProcessor:
         if ahead is not None:
             sorted_out, segments = ahead
         else:
-            prior = await self._store.get_decisions(partition, _event_ids(candidates))
-            sorted_out = _sort_out(candidates, prior)
+            prior = await self._store.get_decisions(partition, event_ids(candidates))
+            sorted_out = sort_out(candidates, prior)
             segments = [(sorted_out.fresh, None)]
         emitted: list[tuple[int, int, OutgoingRecord]] = []
-        conflicts = [(candidate, _conflict_reason(candidate)) for candidate in sorted_out.conflicts]
+        conflicts = [(candidate, conflict_reason(candidate)) for candidate in sorted_out.conflicts]
         for candidate, earlier in sorted_out.replays:
             summary.replayed += 1
             record = self._decision_record(candidate, earlier.decision, earlier.event_json.encode())
@@ -464,7 +334,7 @@ class BatchProcessor:
         changelog they are published here, with the shard write). `payloads`
         collects the decision payloads of the partition's segments."""
         plan = await self._engine.decide(partition, fresh, lookahead)
-        decision_records, decided_payloads = self._decision_records(plan.outcomes)
+        records, decided_payloads = decision_records(plan.outcomes, self._model_id)
         payloads.update(decided_payloads)
         memories = list(plan.writes.values())
         publish_now = self._state.has_changelog and not self._reconcile
@@ -479,7 +349,7 @@ class BatchProcessor:
         store_s = await self._state.write_decided(
             partition,
             memories,
-            decision_records,
+            records,
             seen_only=plan.seen_only,
             alongside=publish if publish_now else None,
         )
@@ -542,34 +412,6 @@ class BatchProcessor:
             for candidate in (*decided, *repeats)
         ]
 
-    def _decision_records(
-        self, outcomes: Sequence[Outcome]
-    ) -> tuple[list[DecisionRecord], dict[str, tuple[Decision, bytes]]]:
-        records: list[DecisionRecord] = []
-        payloads: dict[str, tuple[Decision, bytes]] = {}
-        decided_at_s = time.time()
-        for outcome in outcomes:
-            candidate = outcome.candidate
-            decision_id = decision_id_for(candidate.event.event_id)
-            event = build_decision_event(outcome, self._model_id, decision_id)
-            payload = event.model_dump_json().encode()
-            payloads[candidate.event.event_id] = (outcome.decision, payload)
-            records.append(
-                DecisionRecord(
-                    event_id=candidate.event.event_id,
-                    decision_id=decision_id,
-                    tenant_id=candidate.event.tenant_id,
-                    namespace=candidate.event.namespace,
-                    content_hash=candidate.content_hash,
-                    memory_id=outcome.memory.memory_id,
-                    decision=outcome.decision,
-                    event_json=payload.decode(),
-                    basis_json=reversal_basis(outcome),
-                    decided_at_s=decided_at_s,
-                )
-            )
-        return records, payloads
-
     async def _resolve_races(
         self, partition: int, plan: BatchPlan
     ) -> dict[str, tuple[Decision, bytes]]:
@@ -592,61 +434,16 @@ class BatchProcessor:
                 winner_memory_id=winner.memory_id,
                 decision=corrected.decision.value,
             )
-        records, payloads = self._decision_records(replaced)
+        records, payloads = decision_records(replaced, self._model_id)
         merged = [o.memory for o in replaced if o.decision is Decision.MERGED]
         superseded = [o.superseded_memory_id for o in replaced if o.superseded_memory_id]
         await self._state.correct(partition, merged, records, superseded)
         return payloads
 
 
-@dataclass(slots=True)
-class _SortedOut:
-    """A partition's candidates against its stored decisions."""
-
-    fresh: list[Candidate] = field(default_factory=list)
-    # Same event id and content as a fresh one earlier in the batch.
-    repeats: list[Candidate] = field(default_factory=list)
-    replays: list[tuple[Candidate, DecisionRecord]] = field(default_factory=list)
-    # An event id decided (or seen in this batch) for other content or scope.
-    conflicts: list[Candidate] = field(default_factory=list)
-
-
 # A partition's candidates sorted out against its stored decisions, and what
 # deciding its fresh ones reads and embeds.
-_Ahead = tuple[_SortedOut, Sequence[tuple[list[Candidate], Lookahead | None]]]
-
-
-def _sort_out(candidates: Sequence[Candidate], prior: dict[str, DecisionRecord]) -> _SortedOut:
-    result = _SortedOut()
-    first_seen: dict[str, Candidate] = {}
-    for candidate in candidates:
-        event_id = candidate.event.event_id
-        earlier = prior.get(event_id)
-        if earlier is not None:
-            fingerprint = (
-                candidate.event.tenant_id,
-                candidate.event.namespace,
-                candidate.content_hash,
-            )
-            if (earlier.tenant_id, earlier.namespace, earlier.content_hash) != fingerprint:
-                result.conflicts.append(candidate)
-            else:
-                result.replays.append((candidate, earlier))
-            continue
-        twin = first_seen.get(event_id)
-        if twin is not None:
-            if twin.scoped_hash != candidate.scoped_hash:
-                result.conflicts.append(candidate)
-            else:
-                result.repeats.append(candidate)
-            continue
-        first_seen[event_id] = candidate
-        result.fresh.append(candidate)
-    return result
-
-
-def _event_ids(candidates: Sequence[Candidate]) -> list[str]:
-    return list(dict.fromkeys(c.event.event_id for c in candidates))
+_Ahead = tuple[SortedOut, Sequence[tuple[list[Candidate], Lookahead | None]]]
 
 
 async def _result_or_none(task: asyncio.Task[_Ahead] | None) -> _Ahead | None:
@@ -680,23 +477,3 @@ def _close_segments(segments: Sequence[tuple[list[Candidate], Lookahead | None]]
 def _answers(outgoing: Sequence[tuple[int, int, OutgoingRecord]]) -> list[OutgoingRecord]:
     """The records, each tied to the input record (partition, offset) it answers."""
     return [replace(record, source=(partition, offset)) for partition, offset, record in outgoing]
-
-
-def _text_headers(record: InputRecord) -> dict[str, str]:
-    # Kafka allows null header values; keep them as empty strings.
-    return {
-        name: raw.decode("utf-8", "replace") if raw is not None else ""
-        for name, raw in record.headers
-    }
-
-
-_Reason = tuple[DeadLetterCode, str, str]
-
-
-def _conflict_reason(candidate: Candidate) -> _Reason:
-    return (
-        DeadLetterCode.CONFLICTING_EVENT_ID,
-        "event_id was already decided for different content or scope "
-        f"(this content_hash {candidate.content_hash[:16]})",
-        candidate.event.event_id,
-    )

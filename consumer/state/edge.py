@@ -22,17 +22,13 @@ from qdrant_edge import (
     EdgeConfig,
     EdgeShard,
     EdgeVectorParams,
-    FieldCondition,
     Filter,
-    IsEmptyCondition,
     KeywordIndexParams,
-    MatchValue,
     PayloadSchemaType,
     Point,
     Query,
     QueryBatchRequest,
     QueryRequest,
-    RangeFloat,
     ScrollRequest,
     SearchParams,
     UpdateOperation,
@@ -42,24 +38,25 @@ from consumer.domain.models import DecisionRecord, MemoryRecord, ScoredMemory, S
 from consumer.domain.normalize import decision_id_for
 from consumer.errors import StoreUnavailable
 from consumer.state import codec
-from schemas import scope_key
+from consumer.state.edge_layout import (
+    NO_VECTOR,
+    SCOPED_KINDS,
+    SEARCH_SCOPE_FIELD,
+    SEEN_JSON_FIELD,
+    complete_decision_times,
+    complete_search_scope,
+    expired_filter,
+    match,
+    memories_present,
+    payload_of,
+    scope_filter,
+    search_filter,
+    stored_payload,
+)
 
 T = TypeVar("T")
 log = structlog.get_logger(__name__)
 
-# A shard stores the fields its searches filter on, plus the whole payload as one
-# JSON string. The engine converts every payload value on its own (a few
-# microseconds per string, as much per list item): one string instead of a memory's
-# 17 values and lists makes writing a point ~3x cheaper, and the JSON is the very
-# string the changelog record carries. Shards written before keep plain payloads.
-PAYLOAD_JSON_FIELD: Final = "payload_json"
-# A seen update of a memory (codec.SEEN_KIND), set on the memory's point; storing
-# the memory whole again replaces the payload and with it this field.
-SEEN_JSON_FIELD: Final = "seen_json"
-FILTERED_FIELDS: Final = (codec.KIND_FIELD, codec.TENANT_FIELD, codec.NAMESPACE_FIELD)
-# Kinds read by scope (search, scroll, count); every other point is read by id, and
-# each stored field costs its conversion (a decision point: 14 -> 9 us).
-SCOPED_KINDS: Final = frozenset({codec.MEMORY_KIND, codec.PENDING_KIND, codec.REVIEWED_PAIR_KIND})
 # With a changelog, a write is durable in the changelog before it reaches the shard,
 # and the shard's write-ahead log survives the process: what an unflushed shard
 # loses with its machine, the restore replays (the changelog position is written
@@ -67,160 +64,6 @@ SCOPED_KINDS: Final = frozenset({codec.MEMORY_KIND, codec.PENDING_KIND, codec.RE
 # open, so it is done at most this often (and on release); without a changelog,
 # after every write.
 CHANGELOG_FLUSH_INTERVAL_S: Final = 5.0
-# What a point without a vector of its own (a decision, a pending memory, the
-# changelog position) is stored with: no vector at all, so a shard's vector storage
-# holds memories only. The placeholder such points had was 1.5 KB per decision,
-# one per event, and ~2 us more to upsert. Shards written before keep theirs.
-NO_VECTOR: Final[dict[str, Any]] = {}
-# A searchable memory's scope as one keyword ("tenant/namespace"; neither may hold
-# a "/"), on memories with vectors only: a similarity search filters on it alone,
-# so the engine walks just the scope's points, straight from its index. Filtering
-# on kind, tenant and namespace walked the tenant's points and checked the other
-# two on each: at 1M memories in 10 x 5 scopes, 23.8 -> 3.0 ms a query. Memories
-# of a shard written before (or by an earlier version since) get it when opened.
-SEARCH_SCOPE_FIELD: Final = "search_scope"
-
-
-def stored_payload(point: codec.RawPoint, *, decision_times: bool = False) -> dict[str, Any]:
-    """The fields a point is stored with. `decision_times`: decisions also store
-    their time, range-indexed, for decision retention (~3 us more per decision
-    upsert, so only where retention is on)."""
-    payload = point.payload
-    kind = payload.get(codec.KIND_FIELD)
-    stored: dict[str, Any]
-    if kind in SCOPED_KINDS:
-        stored = {name: payload[name] for name in FILTERED_FIELDS if name in payload}
-        if kind == codec.MEMORY_KIND:
-            stored[SEARCH_SCOPE_FIELD] = _search_scope(stored)
-    else:
-        stored = {codec.KIND_FIELD: kind} if kind is not None else {}
-        if decision_times and kind == codec.DECISION_KIND:
-            decided_at = payload.get(codec.DECIDED_AT_FIELD)
-            stored[codec.DECIDED_AT_FIELD] = time.time() if decided_at is None else decided_at
-    stored[PAYLOAD_JSON_FIELD] = point.payload_json()
-    return stored
-
-
-def payload_of(stored: dict[str, Any] | None) -> dict[str, Any]:
-    """The payload a point was written with, from its stored form, with the last
-    seen update applied."""
-    if not stored:
-        return {}
-    packed = stored.get(PAYLOAD_JSON_FIELD)
-    if packed is None:
-        return stored
-    payload: dict[str, Any] = codec.decode_json(packed)
-    seen = stored.get(SEEN_JSON_FIELD)
-    if seen is not None:
-        payload = codec.fold_seen(payload, codec.decode_json(seen))
-    return payload
-
-
-def _memories_present(shard: Any, points: Sequence[codec.RawPoint]) -> set[str]:
-    """Which of the memories that `points`' seen updates name the shard holds."""
-    targets = [
-        codec.seen_update(p.payload)[0]
-        for p in points
-        if p.payload.get(codec.KIND_FIELD) == codec.SEEN_KIND
-    ]
-    if not targets:
-        return set()
-    return {str(r.id) for r in shard.retrieve(targets, with_payload=False, with_vector=False)}
-
-
-def _search_scope(stored: dict[str, Any]) -> str:
-    return scope_key(stored[codec.TENANT_FIELD], stored[codec.NAMESPACE_FIELD])
-
-
-def _ensure_index(shard: Any, field: str, schema: Any) -> None:
-    """A payload index on `field`, created if the shard lacks it (an earlier layout)."""
-    if field not in shard.info().payload_schema:
-        shard.update(UpdateOperation.create_field_index(field, schema))
-
-
-def _complete_search_scope(shard: Any, partition: int) -> None:
-    """Set `SEARCH_SCOPE_FIELD` on the shard's memories that lack it: all of a shard
-    written before the field existed, or those an earlier version wrote into it
-    since (a rollback). Run at every open; finding none is one index lookup."""
-    _ensure_index(shard, SEARCH_SCOPE_FIELD, PayloadSchemaType.Keyword)
-    lacking = Filter(
-        must=[
-            _match(codec.KIND_FIELD, codec.MEMORY_KIND),
-            IsEmptyCondition(key=SEARCH_SCOPE_FIELD),
-        ]
-    )
-    started = time.perf_counter()
-    offset: Any = None
-    memories = 0
-    while True:
-        records, offset = shard.scroll(
-            ScrollRequest(
-                limit=1_000, offset=offset, filter=lacking, with_payload=True, with_vector=False
-            )
-        )
-        by_scope: dict[str, list[Any]] = {}
-        for record in records:
-            by_scope.setdefault(_search_scope(record.payload), []).append(record.id)
-        for scope, ids in by_scope.items():
-            shard.update(UpdateOperation.set_payload(ids, {SEARCH_SCOPE_FIELD: scope}))
-        memories += len(records)
-        if offset is None or not records:
-            break
-    if memories:
-        shard.flush()
-        log.info(
-            "shard_search_scope_set",
-            partition=partition,
-            memories=memories,
-            seconds=round(time.perf_counter() - started, 1),
-        )
-
-
-def _complete_decision_times(shard: Any, partition: int) -> None:
-    """Give the shard's decisions that lack `DECIDED_AT_FIELD` (written before it
-    existed, or while retention was off) the time of this open, so that retention
-    keeps them one full period from now rather than pruning them at once. Run at
-    every open while retention is on."""
-    _ensure_index(shard, codec.DECIDED_AT_FIELD, PayloadSchemaType.Float)
-    lacking = Filter(
-        must=[
-            _match(codec.KIND_FIELD, codec.DECISION_KIND),
-            IsEmptyCondition(key=codec.DECIDED_AT_FIELD),
-        ]
-    )
-    undated = shard.count(CountRequest(filter=lacking, exact=True))
-    if undated:
-        shard.update(
-            UpdateOperation.set_payload_by_filter(lacking, {codec.DECIDED_AT_FIELD: time.time()})
-        )
-        shard.flush()
-        log.info("shard_decision_times_set", partition=partition, decisions=undated)
-
-
-def _expired_filter(before: float) -> Filter:
-    return Filter(
-        must=[
-            _match(codec.KIND_FIELD, codec.DECISION_KIND),
-            FieldCondition(key=codec.DECIDED_AT_FIELD, range=RangeFloat(lt=before)),
-        ]
-    )
-
-
-def _search_filter(tenant_id: str, namespace: str) -> Filter:
-    return Filter(must=[_match(SEARCH_SCOPE_FIELD, scope_key(tenant_id, namespace))])
-
-
-def _match(key: str, value: str) -> FieldCondition:
-    return FieldCondition(key=key, match=MatchValue(value))
-
-
-def _scope_filter(tenant_id: str | None, namespace: str | None, kind: str) -> Filter:
-    must: list[Any] = [_match(codec.KIND_FIELD, kind)]
-    if tenant_id is not None:
-        must.append(_match(codec.TENANT_FIELD, tenant_id))
-    if namespace is not None:
-        must.append(_match(codec.NAMESPACE_FIELD, namespace))
-    return Filter(must=must)
 
 
 class EdgeMemoryStore:
@@ -276,9 +119,9 @@ class EdgeMemoryStore:
         path = self.shard_path(partition)
         if path.exists() and any(path.iterdir()):
             shard = EdgeShard.load(str(path))
-            _complete_search_scope(shard, partition)
+            complete_search_scope(shard, partition)
             if self._decision_times:
-                _complete_decision_times(shard, partition)
+                complete_decision_times(shard, partition)
         else:
             path.mkdir(parents=True, exist_ok=True)
             config = EdgeConfig(vectors=EdgeVectorParams(self._dimension, Distance.Cosine))
@@ -344,7 +187,7 @@ class EdgeMemoryStore:
                 QueryRequest(
                     limit=query.limit,
                     query=Query.Nearest(query.vector),
-                    filter=_search_filter(query.scope.tenant_id, query.scope.namespace),
+                    filter=search_filter(query.scope.tenant_id, query.scope.namespace),
                     with_payload=False,
                     with_vector=False,
                     # No background indexing in the embedded engine: exact search
@@ -429,7 +272,7 @@ class EdgeMemoryStore:
             # the event loop meanwhile serves the broker and other partitions.
             shard = self._shard(partition)
             # A read: its failure is the store's (raised, made StoreUnavailable).
-            present = _memories_present(shard, points)
+            present = memories_present(shard, points)
             try:
                 operations = self._operations([*points, *extra], present)
             except Exception as exc:  # a bad point is a bug, not the store being down
@@ -520,17 +363,17 @@ class EdgeMemoryStore:
             shard = self._shard(partition)
             found: list[codec.RawPoint] = []
             offset: Any = None
-            scope_filter = (
-                _scope_filter(tenant_id, namespace, kind)
+            wanted = (
+                scope_filter(tenant_id, namespace, kind)
                 if scoped
-                else _scope_filter(None, None, kind)
+                else scope_filter(None, None, kind)
             )
             while True:
                 records, offset = shard.scroll(
                     ScrollRequest(
                         limit=1_000,
                         offset=offset,
-                        filter=scope_filter,
+                        filter=wanted,
                         with_payload=True,
                         with_vector=with_vectors,
                     )
@@ -550,7 +393,7 @@ class EdgeMemoryStore:
             records, _ = self._shard(partition).scroll(
                 ScrollRequest(
                     limit=limit,
-                    filter=Filter(must=[_match(codec.KIND_FIELD, codec.PENDING_KIND)]),
+                    filter=Filter(must=[match(codec.KIND_FIELD, codec.PENDING_KIND)]),
                     with_payload=True,
                 )
             )
@@ -567,7 +410,7 @@ class EdgeMemoryStore:
             records, _ = self._shard(partition).scroll(
                 ScrollRequest(
                     limit=limit,
-                    filter=_expired_filter(before),
+                    filter=expired_filter(before),
                     with_payload=False,
                     with_vector=False,
                 )
@@ -610,7 +453,7 @@ class EdgeMemoryStore:
         def count() -> int:
             partitions = [partition] if partition is not None else self._partitions_on_disk()
             requests = [
-                CountRequest(exact=True, filter=_scope_filter(tenant_id, namespace, kind))
+                CountRequest(exact=True, filter=scope_filter(tenant_id, namespace, kind))
                 for kind in (codec.MEMORY_KIND, codec.PENDING_KIND)
             ]
             return sum(self._shard(p).count(r) for p in partitions for r in requests)

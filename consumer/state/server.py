@@ -12,14 +12,13 @@ Collections this adapter creates keep the embedding as a named vector
 memories, redirects) store none: they take no vector memory and stay out of the
 vector index. Collections created by earlier versions hold one unnamed vector;
 they keep working, with a placeholder vector on those points, until moved with
-`memdedup migrate-collection` (`copy_collection`).
+`memdedup migrate-collection` (consumer.state.collection_copy).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
@@ -228,7 +227,7 @@ class QdrantServerStore:
                 requested = wanted[str(record.id)]
                 if codec.is_memory(payload):
                     found[requested] = codec.memory_from_payload(
-                        str(record.id), payload, _as_list(record.vector)
+                        str(record.id), payload, as_list(record.vector)
                     )
                 elif (target := codec.redirect_target(payload)) is not None:
                     followed[target] = requested
@@ -247,7 +246,7 @@ class QdrantServerStore:
             )
         )
         return {
-            str(r.id): codec.RawPoint(str(r.id), _as_list(r.vector) or [], r.payload or {})
+            str(r.id): codec.RawPoint(str(r.id), as_list(r.vector) or [], r.payload or {})
             for r in records
         }
 
@@ -275,8 +274,7 @@ class QdrantServerStore:
             )
             records, offset = await self._call(scroll)
             found.extend(
-                codec.RawPoint(str(r.id), _as_list(r.vector) or [], r.payload or {})
-                for r in records
+                codec.RawPoint(str(r.id), as_list(r.vector) or [], r.payload or {}) for r in records
             )
             if offset is None or not records:
                 return found
@@ -306,7 +304,7 @@ class QdrantServerStore:
             [
                 ScoredMemory(
                     codec.memory_from_payload(
-                        str(point.id), point.payload or {}, _as_list(point.vector)
+                        str(point.id), point.payload or {}, as_list(point.vector)
                     ),
                     float(point.score),
                 )
@@ -461,7 +459,7 @@ def server_client(*, url: str, api_key: str | None, timeout_s: float) -> AsyncQd
     return AsyncQdrantClient(url=url, api_key=api_key, timeout=int(timeout_s))
 
 
-def _vector_params(collection: str, vectors: object) -> tuple[models.VectorParams, bool]:
+def vector_params(collection: str, vectors: object) -> tuple[models.VectorParams, bool]:
     """A collection's embedding parameters and whether they are the named layout
     (False: one unnamed vector, as earlier versions created)."""
     if isinstance(vectors, models.VectorParams):
@@ -479,7 +477,7 @@ def _vector_params(collection: str, vectors: object) -> tuple[models.VectorParam
 def vector_layout(collection: str, vectors: object, dimension: int) -> bool:
     """Whether a collection's vectors config is the named layout; ConfigError if it
     cannot hold this model's vectors."""
-    params, named = _vector_params(collection, vectors)
+    params, named = vector_params(collection, vectors)
     if params.size != dimension:
         raise ConfigError(
             f"Qdrant collection {collection!r} holds {params.size}-dimension vectors but "
@@ -490,67 +488,7 @@ def vector_layout(collection: str, vectors: object, dimension: int) -> bool:
     return named
 
 
-@dataclass(frozen=True, slots=True)
-class CollectionCopy:
-    copied: int  # points read from the source and written to the target
-    with_vectors: int  # of them, memories with an embedding
-    source_points: int  # counted after the copy
-    target_points: int
-
-
-async def copy_collection(
-    *,
-    client: AsyncQdrantClient,
-    source: str,
-    target: str,
-    payload_indexes: bool = True,
-    decision_times: bool = False,
-    page_size: int = 256,
-    on_page: Callable[[int], None] | None = None,
-) -> CollectionCopy:
-    """Copies every point of `source` into `target` in the named layout (created if
-    missing), payloads unchanged and placeholder vectors dropped. Idempotent (same
-    ids), so an interrupted copy is run again. Writes to `source` during the copy
-    may be missed: stop the consumers first. ConfigError says why it will not start."""
-    if source == target:
-        raise ConfigError(f"--to names the collection being copied ({source!r}): pick a new name")
-    if not await client.collection_exists(source):
-        raise ConfigError(f"Qdrant collection {source!r} does not exist: nothing to copy")
-    info = await client.get_collection(source)
-    params, _ = _vector_params(source, info.config.params.vectors)
-    store = QdrantServerStore(
-        client=client,
-        collection=target,
-        payload_indexes=payload_indexes,
-        decision_times=decision_times,
-    )
-    await store.start(params.size)
-    if not store.named_vectors:
-        raise ConfigError(
-            f"Qdrant collection {target!r} exists with one unnamed vector: copy into a new name"
-        )
-    copied = with_vectors = 0
-    offset: Any = None
-    while True:
-        records, offset = await client.scroll(
-            source, limit=page_size, offset=offset, with_payload=True, with_vectors=True
-        )
-        points = [
-            codec.RawPoint(str(r.id), _as_list(r.vector) or [], r.payload or {}) for r in records
-        ]
-        await store.upsert_as_is(points)
-        copied += len(points)
-        with_vectors += sum(1 for p in points if p.vector and codec.has_own_vector(p.payload))
-        if on_page is not None:
-            on_page(copied)
-        if offset is None or not records:
-            break
-    source_points = (await client.count(source, exact=True)).count
-    target_points = (await client.count(target, exact=True)).count
-    return CollectionCopy(copied, with_vectors, source_points, target_points)
-
-
-def _as_list(vector: object) -> list[float] | None:
+def as_list(vector: object) -> list[float] | None:
     """A record's embedding, in either layout (None: it has none)."""
     if isinstance(vector, dict):
         vector = vector.get(VECTOR_NAME)

@@ -1,5 +1,5 @@
 """Commands on the input topic: reviews and compaction clusters, applied by the
-batch processor with a fake model and the real embedded store."""
+batch processor with a fake model and the in-memory store."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from consumer.domain.models import Scope
 from consumer.domain.normalize import content_hash, memory_id_for, normalize_content
 from consumer.kafka.records import InputRecord
 from consumer.observability.metrics import ServiceMetrics
+from consumer.ports import MemoryStore
 from consumer.settings import TopicSettings
-from consumer.state.edge import EdgeMemoryStore
 from schemas import CommandResult, MemoryDecisionEvent, MemoryReversed
 
 from .conftest import EngineFactory
@@ -50,7 +50,7 @@ def command(command_id: str, body: dict[str, Any]) -> dict[str, Any]:
 
 class Harness:
     def __init__(
-        self, engine: Any, store: EdgeMemoryStore, embedder: FakeEmbedder, publisher: FakePublisher
+        self, engine: Any, store: MemoryStore, embedder: FakeEmbedder, publisher: FakePublisher
     ) -> None:
         self.metrics = ServiceMetrics()
         self.processor = make_processor(
@@ -78,7 +78,7 @@ class Harness:
 @pytest.fixture
 def harness(
     make_engine: EngineFactory,
-    store: EdgeMemoryStore,
+    store: MemoryStore,
     embedder: FakeEmbedder,
     publisher: FakePublisher,
 ) -> Harness:
@@ -98,7 +98,7 @@ def review(decision: dict[str, Any], action: str) -> dict[str, Any]:
 
 
 async def test_reversing_a_merge_separates_the_memories(
-    harness: Harness, store: EdgeMemoryStore
+    harness: Harness, store: MemoryStore
 ) -> None:
     [(_, accepted)] = await harness.send(event_dict(event_id="e1", content="User likes green tea"))
     [(topic, merged)] = await harness.send(
@@ -151,7 +151,7 @@ async def test_reversing_a_merge_separates_the_memories(
 
 
 async def test_reversing_a_merge_whose_text_was_replaced_since_keeps_the_other_texts(
-    make_engine: EngineFactory, store: EdgeMemoryStore, embedder: FakeEmbedder
+    make_engine: EngineFactory, store: MemoryStore, embedder: FakeEmbedder
 ) -> None:
     """replace_with_newer: A, then B merged (text B), then C merged (text C). Reversing
     B's merge leaves C as the text and takes B out of the folded texts; A stays."""
@@ -230,7 +230,7 @@ async def test_reviews_that_cannot_apply_are_rejected_with_a_reason(harness: Har
 
 
 async def test_a_reviewed_pair_is_never_matched_again(
-    make_engine: EngineFactory, store: EdgeMemoryStore, embedder: FakeEmbedder
+    make_engine: EngineFactory, store: MemoryStore, embedder: FakeEmbedder
 ) -> None:
     embedder.set("User likes green tea", base_vector())
     embedder.set("User loves green tea", unit_vector(0.95, 2))
@@ -266,7 +266,7 @@ def compact(keeper: str, members: list[tuple[str, str]], run_id: str = "r1") -> 
 
 
 async def test_compaction_folds_members_into_the_keeper_and_redirects_their_ids(
-    make_engine: EngineFactory, store: EdgeMemoryStore, embedder: FakeEmbedder
+    make_engine: EngineFactory, store: MemoryStore, embedder: FakeEmbedder
 ) -> None:
     harness = Harness(make_engine(), store, embedder, FakePublisher())
     # Orthogonal vectors: all accepted as separate memories.
@@ -309,7 +309,7 @@ async def test_compaction_folds_members_into_the_keeper_and_redirects_their_ids(
 
 
 async def test_compaction_keeps_the_texts_folded_into_the_members(
-    make_engine: EngineFactory, store: EdgeMemoryStore, embedder: FakeEmbedder
+    make_engine: EngineFactory, store: MemoryStore, embedder: FakeEmbedder
 ) -> None:
     keeper_text, member_text, merged_text = (
         "User owns a grey cat",
@@ -336,7 +336,7 @@ async def test_compaction_keeps_the_texts_folded_into_the_members(
 
 async def test_compaction_keeps_the_latest_lineage_only(
     make_engine: EngineFactory,
-    store: EdgeMemoryStore,
+    store: MemoryStore,
     embedder: FakeEmbedder,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -379,7 +379,7 @@ async def test_commands_wait_for_the_store_when_failing_open(harness: Harness) -
 
 
 async def test_periodic_compaction_folds_a_large_scope_once_per_interval(
-    make_engine: EngineFactory, store: EdgeMemoryStore, embedder: FakeEmbedder
+    make_engine: EngineFactory, store: MemoryStore, embedder: FakeEmbedder
 ) -> None:
     from consumer.domain.thresholds import Bands, ThresholdPolicy
     from consumer.settings import CompactionSettings
@@ -468,7 +468,7 @@ async def test_periodic_compaction_folds_a_large_scope_once_per_interval(
     ],
 )
 async def test_compaction_applies_the_namespace_merge_policy(
-    store: EdgeMemoryStore,
+    store: MemoryStore,
     embedder: FakeEmbedder,
     policy: str,
     text_source: str | None,

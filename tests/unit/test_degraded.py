@@ -10,8 +10,7 @@ from consumer.domain.dedup import DedupEngine
 from consumer.domain.recent import RecentCache
 from consumer.domain.thresholds import ThresholdPolicy
 from consumer.errors import EmbedderUnavailable
-from consumer.ports import Vectors
-from consumer.state.edge import EdgeMemoryStore
+from consumer.ports import MemoryStore, Vectors
 from schemas import CheckName, Decision, DecisionReason
 
 from .helpers import DEFAULT_BANDS, FakeEmbedder, base_vector, make_candidate, unit_vector
@@ -28,7 +27,7 @@ class SwitchableEmbedder(FakeEmbedder):
         return await super().embed(texts)
 
 
-def engine_for(store: EdgeMemoryStore, embedder: FakeEmbedder, *, degrade: bool) -> DedupEngine:
+def engine_for(store: MemoryStore, embedder: FakeEmbedder, *, degrade: bool) -> DedupEngine:
     return DedupEngine(
         store=store,
         embedder=embedder,
@@ -38,14 +37,14 @@ def engine_for(store: EdgeMemoryStore, embedder: FakeEmbedder, *, degrade: bool)
     )
 
 
-async def decide(engine: DedupEngine, store: EdgeMemoryStore, *candidates: object) -> list:  # type: ignore[type-arg]
+async def decide(engine: DedupEngine, store: MemoryStore, *candidates: object) -> list:  # type: ignore[type-arg]
     plan = await engine.decide(0, list(candidates))  # type: ignore[arg-type]
     await store.write(0, list(plan.writes.values()), [])
     engine.commit(plan)
     return plan.outcomes
 
 
-async def test_without_the_opt_in_a_model_failure_propagates(store: EdgeMemoryStore) -> None:
+async def test_without_the_opt_in_a_model_failure_propagates(store: MemoryStore) -> None:
     embedder = SwitchableEmbedder()
     embedder.down = True
     engine = engine_for(store, embedder, degrade=False)
@@ -54,7 +53,7 @@ async def test_without_the_opt_in_a_model_failure_propagates(store: EdgeMemorySt
 
 
 async def test_model_down_decides_with_exact_and_recent_then_catches_up(
-    store: EdgeMemoryStore,
+    store: MemoryStore,
 ) -> None:
     embedder = SwitchableEmbedder()
     embedder.set("User rides a unicycle", base_vector())

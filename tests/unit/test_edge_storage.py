@@ -34,8 +34,9 @@ from consumer.domain.models import (
     SimilarityQuery,
 )
 from consumer.domain.normalize import decision_id_for
-from consumer.state import codec, edge
-from consumer.state.edge import EdgeMemoryStore, stored_payload
+from consumer.state import codec, edge, edge_layout
+from consumer.state.edge import EdgeMemoryStore
+from consumer.state.edge_layout import stored_payload
 from schemas import Decision
 
 from .helpers import DIMENSION, FIXED_NOW, INPUT_TOPIC
@@ -253,7 +254,7 @@ async def test_a_shard_written_before_the_search_scope_gets_it_when_opened(
         Point(
             p.point_id,
             p.vector,
-            {k: v for k, v in stored_payload(p).items() if k != edge.SEARCH_SCOPE_FIELD},
+            {k: v for k, v in stored_payload(p).items() if k != edge_layout.SEARCH_SCOPE_FIELD},
         )
         for p in points
     ]
@@ -265,18 +266,20 @@ async def test_a_shard_written_before_the_search_scope_gets_it_when_opened(
         [found] = await store.search(0, [query])
         assert [m.memory for m in found] == [scoped]
     shard = store._shard(0)
-    assert edge.SEARCH_SCOPE_FIELD in shard.info().payload_schema
+    assert edge_layout.SEARCH_SCOPE_FIELD in shard.info().payload_schema
     [record] = shard.retrieve([second.memory_id], with_payload=True, with_vector=False)
-    assert record.payload[edge.SEARCH_SCOPE_FIELD] == "tenant-a/work"
+    assert record.payload[edge_layout.SEARCH_SCOPE_FIELD] == "tenant-a/work"
     [other] = shard.retrieve([pending.memory_id], with_payload=True, with_vector=False)
-    assert edge.SEARCH_SCOPE_FIELD not in other.payload  # never a search result
+    assert edge_layout.SEARCH_SCOPE_FIELD not in other.payload  # never a search result
     assert (await store.get_decisions(0, ["e9"]))["e9"] == decision()
 
     # Rolled back: an earlier version writes a memory without the field into the
     # shard, then this one opens it again and finds that memory too.
     third = memory(memory_id="00000000-0000-5000-8000-0000000000d4", namespace="home")
     point = codec.memory_point(third, DIMENSION)
-    without = {k: v for k, v in stored_payload(point).items() if k != edge.SEARCH_SCOPE_FIELD}
+    without = {
+        k: v for k, v in stored_payload(point).items() if k != edge_layout.SEARCH_SCOPE_FIELD
+    }
     shard.update(UpdateOperation.upsert_points([Point(point.point_id, point.vector, without)]))
     await store.release_partitions([0])
     query = SimilarityQuery(third.scope, list(third.vector or []), 5)
@@ -328,7 +331,8 @@ WRITE_AND_DIE = """
 import asyncio, os, sys
 from pathlib import Path
 from consumer.state import codec
-from consumer.state.edge import EdgeMemoryStore, stored_payload
+from consumer.state.edge import EdgeMemoryStore
+from consumer.state.edge_layout import stored_payload
 
 async def main() -> None:
     store = EdgeMemoryStore(root=Path(sys.argv[1]), collection="memories", topic=sys.argv[2])
@@ -401,23 +405,23 @@ async def test_a_seen_update_follows_the_points_before_it_and_skips_a_missing_me
 def test_only_points_read_by_scope_store_their_scope_as_fields() -> None:
     """A decision is read by id: its scope is not converted into stored fields,
     only its time, and only while decision retention (which prunes by it) is on."""
-    assert set(edge.stored_payload(codec.memory_point(memory(), DIMENSION))) == {
+    assert set(edge_layout.stored_payload(codec.memory_point(memory(), DIMENSION))) == {
         "kind",
         "tenant_id",
         "namespace",
-        edge.SEARCH_SCOPE_FIELD,
-        edge.PAYLOAD_JSON_FIELD,
+        edge_layout.SEARCH_SCOPE_FIELD,
+        edge_layout.PAYLOAD_JSON_FIELD,
     }
     pending = codec.memory_point(memory(vector=None), DIMENSION)
-    assert edge.SEARCH_SCOPE_FIELD not in edge.stored_payload(pending)
+    assert edge_layout.SEARCH_SCOPE_FIELD not in edge_layout.stored_payload(pending)
     dated = codec.decision_point(replace(decision(), decided_at_s=1_700_000_000.5), DIMENSION)
-    assert set(edge.stored_payload(dated)) == {"kind", edge.PAYLOAD_JSON_FIELD}
-    stored_decision = edge.stored_payload(dated, decision_times=True)
-    assert set(stored_decision) == {"kind", codec.DECIDED_AT_FIELD, edge.PAYLOAD_JSON_FIELD}
+    assert set(edge_layout.stored_payload(dated)) == {"kind", edge_layout.PAYLOAD_JSON_FIELD}
+    stored_decision = edge_layout.stored_payload(dated, decision_times=True)
+    assert set(stored_decision) == {"kind", codec.DECIDED_AT_FIELD, edge_layout.PAYLOAD_JSON_FIELD}
     assert stored_decision[codec.DECIDED_AT_FIELD] == 1_700_000_000.5
     # Undated (restored from an earlier version's changelog): the time it is stored.
     undated = codec.decision_point(decision(), DIMENSION)
-    stamped = edge.stored_payload(undated, decision_times=True)[codec.DECIDED_AT_FIELD]
+    stamped = edge_layout.stored_payload(undated, decision_times=True)[codec.DECIDED_AT_FIELD]
     assert abs(stamped - time.time()) < 60
 
 
@@ -503,7 +507,7 @@ async def test_a_shard_written_without_decision_times_dates_its_decisions_when_o
     await store.start(DIMENSION)
     dated = codec.decision_point(replace(decision("e1"), decided_at_s=1_000.0), DIMENSION)
     # As stored while retention was off: no time field to filter on.
-    earlier_shard(store, 0, [Point(dated.point_id, {}, edge.stored_payload(dated))])
+    earlier_shard(store, 0, [Point(dated.point_id, {}, edge_layout.stored_payload(dated))])
 
     opened_at = time.time()
     assert await store.expired_decisions(0, opened_at + 3600, limit=10) == [dated.point_id]

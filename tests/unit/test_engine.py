@@ -1,4 +1,4 @@
-"""DedupEngine against the embedded store, with a fake embedder whose vectors the
+"""DedupEngine against the in-memory store, with a fake embedder whose vectors the
 tests choose, so similarities are exact."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from consumer.domain.dedup import DedupEngine
 from consumer.domain.models import BatchPlan, Candidate, MemoryRecord, MergeSource, Outcome
 from consumer.domain.recent import RecentCache
 from consumer.domain.thresholds import Bands, ThresholdPolicy
-from consumer.state.edge import EdgeMemoryStore
+from consumer.ports import MemoryStore
 from schemas import CheckName, Decision, DecisionReason
 
 from .conftest import EngineFactory
@@ -46,13 +46,13 @@ def engine(make_engine: EngineFactory, vectors: FakeEmbedder) -> DedupEngine:
     return make_engine()
 
 
-async def persist(store: EdgeMemoryStore, engine: DedupEngine, plan: BatchPlan) -> None:
+async def persist(store: MemoryStore, engine: DedupEngine, plan: BatchPlan) -> None:
     await store.write(plan.partition, list(plan.writes.values()), [])
     engine.commit(plan)
 
 
 async def decide_and_store(
-    store: EdgeMemoryStore, engine: DedupEngine, *candidates: Candidate, partition: int = 0
+    store: MemoryStore, engine: DedupEngine, *candidates: Candidate, partition: int = 0
 ) -> list[Outcome]:
     plan = await engine.decide(partition, list(candidates))
     await persist(store, engine, plan)
@@ -75,7 +75,7 @@ async def test_empty_batch(engine: DedupEngine, embedder: FakeEmbedder) -> None:
 
 
 async def test_new_memory_is_accepted(
-    engine: DedupEngine, embedder: FakeEmbedder, store: EdgeMemoryStore
+    engine: DedupEngine, embedder: FakeEmbedder, store: MemoryStore
 ) -> None:
     candidate = cand("e1", BASE + "!", importance=0.6, topics=["ui", "ui"], entities=["user"])
     plan = await engine.decide(0, [candidate])
@@ -107,7 +107,7 @@ async def test_new_memory_is_accepted(
 
 
 async def test_exact_repeat_from_earlier_batch_skips_without_model(
-    engine: DedupEngine, embedder: FakeEmbedder, store: EdgeMemoryStore
+    engine: DedupEngine, embedder: FakeEmbedder, store: MemoryStore
 ) -> None:
     [first] = await decide_and_store(store, engine, cand("e1", BASE))
     calls_before = len(embedder.calls)
@@ -126,7 +126,7 @@ async def test_exact_repeat_from_earlier_batch_skips_without_model(
 
 
 async def test_exact_repeat_found_in_store_without_recent_cache(
-    make_engine: EngineFactory, vectors: FakeEmbedder, store: EdgeMemoryStore
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: MemoryStore
 ) -> None:
     """A fresh consumer (empty cache) still finds the stored memory by id."""
     await decide_and_store(store, make_engine(), cand("e1", BASE))
@@ -157,7 +157,7 @@ async def test_in_batch_repeat_is_exact_and_model_called_once(
 
 
 async def test_an_exact_repeat_gets_one_reason_however_the_batches_split(
-    make_engine: EngineFactory, store: EdgeMemoryStore
+    make_engine: EngineFactory, store: MemoryStore
 ) -> None:
     together = await make_engine().decide(0, [cand("e1", BASE, 0), cand("e2", BASE, 1)])
     await decide_and_store(store, make_engine(), cand("e1", BASE, 0))
@@ -169,7 +169,7 @@ async def test_an_exact_repeat_gets_one_reason_however_the_batches_split(
 
 # A neighbour found only by search (stored in an earlier batch) must be usable.
 async def test_semantic_duplicate_is_skipped(
-    engine: DedupEngine, embedder: FakeEmbedder, store: EdgeMemoryStore
+    engine: DedupEngine, embedder: FakeEmbedder, store: MemoryStore
 ) -> None:
     [first] = await decide_and_store(store, engine, cand("e1", BASE))
     plan = await engine.decide(0, [cand("e2", NEAR, 1)])
@@ -190,7 +190,7 @@ async def test_semantic_duplicate_is_skipped(
 
 
 async def test_merge_band_merges_into_existing_memory(
-    engine: DedupEngine, store: EdgeMemoryStore
+    engine: DedupEngine, store: MemoryStore
 ) -> None:
     [first] = await decide_and_store(
         store,
@@ -226,7 +226,7 @@ async def test_merge_band_merges_into_existing_memory(
 
 
 async def test_merge_keeps_higher_existing_importance(
-    engine: DedupEngine, store: EdgeMemoryStore
+    engine: DedupEngine, store: MemoryStore
 ) -> None:
     await decide_and_store(store, engine, cand("e1", BASE, importance=0.8))
     [outcome] = (await engine.decide(0, [cand("e2", CLOSE, 1, importance=0.1)])).outcomes
@@ -235,7 +235,7 @@ async def test_merge_keeps_higher_existing_importance(
 
 
 async def test_two_merges_accumulate_event_ids(
-    engine: DedupEngine, vectors: FakeEmbedder, store: EdgeMemoryStore
+    engine: DedupEngine, vectors: FakeEmbedder, store: MemoryStore
 ) -> None:
     other_close = "Dark theme is preferred by the user"
     vectors.set(other_close, unit_vector(0.82, axis=4))
@@ -246,7 +246,7 @@ async def test_two_merges_accumulate_event_ids(
     assert outcome.memory.merged_event_ids == ["e2", "e3"]
 
 
-async def test_below_merge_is_accepted(engine: DedupEngine, store: EdgeMemoryStore) -> None:
+async def test_below_merge_is_accepted(engine: DedupEngine, store: MemoryStore) -> None:
     await decide_and_store(store, engine, cand("e1", BASE))
     [outcome] = await decide_and_store(store, engine, cand("e2", FAR, 1))
     assert outcome.decision is Decision.ACCEPTED
@@ -280,7 +280,7 @@ async def test_semantic_match_inside_one_batch(engine: DedupEngine, embedder: Fa
     ],
 )
 async def test_scopes_are_isolated_across_batches(
-    engine: DedupEngine, store: EdgeMemoryStore, other: dict[str, str]
+    engine: DedupEngine, store: MemoryStore, other: dict[str, str]
 ) -> None:
     [first] = await decide_and_store(store, engine, cand("e1", BASE))
     [same_text] = await decide_and_store(store, engine, cand("e2", BASE, 1, **other))
@@ -318,7 +318,7 @@ async def test_scopes_are_isolated_in_one_batch(
 
 
 async def test_commit_fills_recent_cache(
-    make_engine: EngineFactory, vectors: FakeEmbedder, store: EdgeMemoryStore
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: MemoryStore
 ) -> None:
     recent = RecentCache(ttl_s=300, max_entries=100)
     engine = make_engine(recent=recent)
@@ -348,7 +348,7 @@ async def test_uncommitted_plan_is_invisible_to_next_batch(
 
 
 async def test_recent_cache_catches_text_merged_earlier(
-    engine: DedupEngine, embedder: FakeEmbedder, store: EdgeMemoryStore
+    engine: DedupEngine, embedder: FakeEmbedder, store: MemoryStore
 ) -> None:
     """A merged text has no point of its own; its repeat is caught by the cache."""
     await decide_and_store(store, engine, cand("e1", BASE))
@@ -362,7 +362,7 @@ async def test_recent_cache_catches_text_merged_earlier(
 
 
 async def test_per_namespace_bands(
-    make_engine: EngineFactory, vectors: FakeEmbedder, store: EdgeMemoryStore
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: MemoryStore
 ) -> None:
     strict = Bands(duplicate_threshold=0.99, merge_threshold=0.97)
     loose = Bands(duplicate_threshold=0.8, merge_threshold=0.4)
@@ -399,14 +399,14 @@ async def test_per_namespace_bands(
     assert close_facts.decision is Decision.ACCEPTED
 
 
-async def test_partitions_are_separate_shards(engine: DedupEngine, store: EdgeMemoryStore) -> None:
+async def test_partitions_are_separate_shards(engine: DedupEngine, store: MemoryStore) -> None:
     await decide_and_store(store, engine, cand("e1", BASE), partition=0)
     assert await store.count_memories(0) == 1
     assert await store.count_memories(1) == 0
 
 
 async def test_guard_veto_falls_through_to_the_next_match(
-    engine: DedupEngine, embedder: FakeEmbedder, store: EdgeMemoryStore
+    engine: DedupEngine, embedder: FakeEmbedder, store: MemoryStore
 ) -> None:
     # Stored: a 9am flight (closest) and a paraphrase of the new fact (further).
     embedder.set("Flight leaves at 9am", base_vector())
@@ -423,7 +423,7 @@ async def test_guard_veto_falls_through_to_the_next_match(
 
 
 async def test_guard_veto_alone_accepts_with_the_guard_recorded(
-    engine: DedupEngine, embedder: FakeEmbedder, store: EdgeMemoryStore
+    engine: DedupEngine, embedder: FakeEmbedder, store: MemoryStore
 ) -> None:
     embedder.set("Alice loves Bob", base_vector())
     embedder.set("Bob loves Alice", unit_vector(0.98, axis=5))
@@ -438,7 +438,7 @@ async def test_guard_veto_alone_accepts_with_the_guard_recorded(
 
 
 async def test_guards_can_be_switched_off(
-    make_engine: EngineFactory, embedder: FakeEmbedder, store: EdgeMemoryStore
+    make_engine: EngineFactory, embedder: FakeEmbedder, store: MemoryStore
 ) -> None:
     engine = make_engine(guards=False)
     embedder.set("Alice loves Bob", base_vector())
@@ -480,7 +480,7 @@ def test_memory_copy_is_a_shallow_copy_of_every_field() -> None:
 
 
 async def test_a_lookahead_that_matches_is_used_instead_of_a_second_model_call(
-    engine: DedupEngine, embedder: FakeEmbedder, store: EdgeMemoryStore
+    engine: DedupEngine, embedder: FakeEmbedder, store: MemoryStore
 ) -> None:
     await decide_and_store(store, engine, cand("s1", "User plays the cello"))
     batch = [
@@ -503,7 +503,7 @@ async def test_a_lookahead_that_matches_is_used_instead_of_a_second_model_call(
 
 
 async def test_lookahead_segments_count_only_texts_the_model_embeds(
-    engine: DedupEngine, embedder: FakeEmbedder, store: EdgeMemoryStore
+    engine: DedupEngine, embedder: FakeEmbedder, store: MemoryStore
 ) -> None:
     await decide_and_store(store, engine, cand("s1", "User plays the cello"))
     batch = [
@@ -532,7 +532,7 @@ async def test_lookahead_segments_count_only_texts_the_model_embeds(
 
 
 async def test_a_lookahead_that_no_longer_matches_is_dropped(
-    make_engine: EngineFactory, embedder: FakeEmbedder, store: EdgeMemoryStore
+    make_engine: EngineFactory, embedder: FakeEmbedder, store: MemoryStore
 ) -> None:
     recent = RecentCache(ttl_s=300, max_entries=1)
     engine = make_engine(recent=recent)

@@ -10,7 +10,7 @@ from consumer.domain.dedup import DedupEngine
 from consumer.domain.guards import GuardName
 from consumer.domain.models import Outcome
 from consumer.domain.thresholds import Bands, ThresholdPolicy
-from consumer.state.edge import EdgeMemoryStore
+from consumer.ports import MemoryStore
 from schemas import Decision, DecisionReason
 
 from .conftest import EngineFactory
@@ -28,7 +28,7 @@ def aligner() -> PairAligner:
     return PairAligner()
 
 
-async def decide_after_stored(store: EdgeMemoryStore, engine: DedupEngine, *texts: str) -> Outcome:
+async def decide_after_stored(store: MemoryStore, engine: DedupEngine, *texts: str) -> Outcome:
     outcome: Outcome | None = None
     for offset, text in enumerate((STORED, *texts)):
         plan = await engine.decide(
@@ -49,7 +49,7 @@ def place(embedder: FakeEmbedder, text: str, similarity: float, axis: int = 1) -
 async def test_a_skip_needs_texts_that_align_word_for_word(
     make_engine: EngineFactory,
     embedder: FakeEmbedder,
-    store: EdgeMemoryStore,
+    store: MemoryStore,
     aligner: PairAligner,
 ) -> None:
     place(embedder, SAME_OTHER_PERSON, 0.97)
@@ -60,7 +60,7 @@ async def test_a_skip_needs_texts_that_align_word_for_word(
 async def test_without_the_aligner_the_bands_alone_skip_a_detail(
     make_engine: EngineFactory,
     embedder: FakeEmbedder,
-    store: EdgeMemoryStore,
+    store: MemoryStore,
     aligner: PairAligner,
 ) -> None:
     place(embedder, WITH_DETAIL, 0.97)
@@ -71,7 +71,7 @@ async def test_without_the_aligner_the_bands_alone_skip_a_detail(
 async def test_with_the_aligner_the_detail_is_kept(
     make_engine: EngineFactory,
     embedder: FakeEmbedder,
-    store: EdgeMemoryStore,
+    store: MemoryStore,
     aligner: PairAligner,
 ) -> None:
     place(embedder, WITH_DETAIL, 0.97)
@@ -86,7 +86,7 @@ async def test_with_the_aligner_the_detail_is_kept(
 async def test_keep_both_stores_the_detail_as_its_own_memory(
     make_engine: EngineFactory,
     embedder: FakeEmbedder,
-    store: EdgeMemoryStore,
+    store: MemoryStore,
     aligner: PairAligner,
 ) -> None:
     place(embedder, WITH_DETAIL, 0.9)
@@ -102,7 +102,7 @@ async def test_keep_both_stores_the_detail_as_its_own_memory(
 async def test_changed_values_are_accepted_with_every_related_memory(
     make_engine: EngineFactory,
     embedder: FakeEmbedder,
-    store: EdgeMemoryStore,
+    store: MemoryStore,
     aligner: PairAligner,
 ) -> None:
     embedder.set(STORED, base_vector())

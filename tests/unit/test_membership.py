@@ -13,11 +13,11 @@ from aiokafka.errors import KafkaConnectionError
 
 from consumer.errors import MembershipUnknown, PartitionsLost, TransientError
 from consumer.kafka.records import OutgoingRecord
+from consumer.ports import MemoryStore
 from consumer.service.processor import BatchProcessor
 from consumer.settings import KafkaSettings, TopicSettings
 from consumer.state import codec
 from consumer.state.changelog import Changelog
-from consumer.state.edge import EdgeMemoryStore
 from consumer.state.membership import GroupMembership
 
 from .conftest import EngineFactory
@@ -174,7 +174,7 @@ async def test_an_append_is_checked_again_after_it_lands() -> None:
 
 def processor_with(
     make_engine: EngineFactory,
-    store: EdgeMemoryStore,
+    store: MemoryStore,
     embedder: FakeEmbedder,
     publisher: CountingPublisher,
     **fencing: Any,
@@ -195,7 +195,7 @@ def processor_with(
 
 
 async def test_a_batch_whose_append_outlived_its_membership_publishes_no_decision(
-    make_engine: EngineFactory, store: EdgeMemoryStore, embedder: FakeEmbedder
+    make_engine: EngineFactory, store: MemoryStore, embedder: FakeEmbedder
 ) -> None:
     """Evicted while its changelog append was on the way: the points may be in the
     changelog, but no decision of the batch goes out and the shard stays as it was."""
@@ -226,7 +226,7 @@ async def test_a_batch_whose_append_outlived_its_membership_publishes_no_decisio
 )
 async def test_writes_to_a_shared_store_are_fenced_too(
     make_engine: EngineFactory,
-    store: EdgeMemoryStore,
+    store: MemoryStore,
     embedder: FakeEmbedder,
     answers: tuple[bool, ...],
     written: bool,

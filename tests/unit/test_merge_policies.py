@@ -1,4 +1,4 @@
-"""Merge policies and lineage: DedupEngine against the embedded store with a fake
+"""Merge policies and lineage: DedupEngine against the in-memory store with a fake
 embedder, and the HTTP merger against a server on loopback."""
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from consumer.domain.merge import (
 from consumer.domain.models import Candidate, FoldedText, MemoryRecord, MergeSource, Outcome
 from consumer.domain.normalize import content_hash, normalize_content
 from consumer.domain.thresholds import Bands, ThresholdPolicy
+from consumer.ports import MemoryStore
 from consumer.service.processor import build_decision_event
 from consumer.settings import ConfigError, load_settings
 from consumer.state import codec
-from consumer.state.edge import EdgeMemoryStore
 from schemas import Decision, MergePolicy
 from schemas.events import MAX_ENTITIES, MAX_TOPICS
 from tests.chat_server import Completions, chat_completions_server
@@ -73,14 +73,14 @@ def cand(event_id: str, content: str, offset: int = 0, **extra: Any) -> Candidat
     return make_candidate(event_id=event_id, content=content, offset=offset, **extra)
 
 
-async def run(store: EdgeMemoryStore, engine: DedupEngine, *candidates: Candidate) -> list[Outcome]:
+async def run(store: MemoryStore, engine: DedupEngine, *candidates: Candidate) -> list[Outcome]:
     plan = await engine.decide(0, list(candidates))
     await store.write(0, list(plan.writes.values()), [])
     engine.commit(plan)
     return plan.outcomes
 
 
-async def stored(store: EdgeMemoryStore, memory_id: str) -> MemoryRecord:
+async def stored(store: MemoryStore, memory_id: str) -> MemoryRecord:
     return (await store.get_memories(0, [memory_id]))[memory_id]
 
 
@@ -88,7 +88,7 @@ async def stored(store: EdgeMemoryStore, memory_id: str) -> MemoryRecord:
 
 
 async def test_keep_existing_keeps_text_and_records_lineage(
-    make_engine: EngineFactory, vectors: FakeEmbedder, store: EdgeMemoryStore
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: MemoryStore
 ) -> None:
     engine = make_engine()  # default bands: keep_existing
     [first] = await run(store, engine, cand("e1", BASE, importance=0.3, topics=["ui"]))
@@ -122,7 +122,7 @@ async def test_keep_existing_keeps_text_and_records_lineage(
 
 
 async def test_replace_with_newer_keeps_id_and_stores_new_text_and_hash(
-    make_engine: EngineFactory, vectors: FakeEmbedder, store: EdgeMemoryStore
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: MemoryStore
 ) -> None:
     engine = engine_with(make_engine, "replace_with_newer")
     [first] = await run(store, engine, cand("e1", BASE))
@@ -154,7 +154,7 @@ async def test_replace_with_newer_keeps_id_and_stores_new_text_and_hash(
 
 
 async def test_replaced_vector_is_the_one_later_events_of_the_batch_meet(
-    make_engine: EngineFactory, vectors: FakeEmbedder, store: EdgeMemoryStore
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: MemoryStore
 ) -> None:
     """In one batch: a memory accepted, then merged into with a newer text (its
     vector becomes that text's), then a third text with the newer text's vector:
@@ -184,7 +184,7 @@ async def test_replaced_vector_is_the_one_later_events_of_the_batch_meet(
 async def test_keep_higher_importance(
     make_engine: EngineFactory,
     vectors: FakeEmbedder,
-    store: EdgeMemoryStore,
+    store: MemoryStore,
     older: float,
     newer: float,
     expected: str,
@@ -213,7 +213,7 @@ async def test_keep_higher_importance(
 
 
 async def test_keep_higher_importance_does_not_repeat_a_contained_text(
-    make_engine: EngineFactory, vectors: FakeEmbedder, store: EdgeMemoryStore
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: MemoryStore
 ) -> None:
     long_text = f"{CLOSE}, and {BASE.lower()}"
     vectors.set(long_text, base_vector())
@@ -241,7 +241,7 @@ class FakeMerger:
 
 
 async def test_synthesize_uses_the_merger_text_and_embeds_it(
-    make_engine: EngineFactory, vectors: FakeEmbedder, store: EdgeMemoryStore
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: MemoryStore
 ) -> None:
     merger = FakeMerger("The user prefers dark mode, including a dark editor theme")
     engine = engine_with(make_engine, "synthesize", merger=merger)
@@ -259,7 +259,7 @@ async def test_synthesize_uses_the_merger_text_and_embeds_it(
 
 @pytest.mark.parametrize("configured", [True, False], ids=["merger-fails", "no-merger"])
 async def test_synthesize_falls_back_to_replace_with_newer(
-    make_engine: EngineFactory, vectors: FakeEmbedder, store: EdgeMemoryStore, configured: bool
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: MemoryStore, configured: bool
 ) -> None:
     engine = engine_with(make_engine, "synthesize", merger=FakeMerger() if configured else None)
     await run(store, engine, cand("e1", BASE))
@@ -276,7 +276,7 @@ async def test_synthesize_falls_back_to_replace_with_newer(
 
 
 async def test_skips_bump_seen_count_of_the_matched_memory(
-    make_engine: EngineFactory, vectors: FakeEmbedder, store: EdgeMemoryStore
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: MemoryStore
 ) -> None:
     engine = make_engine()
     [first] = await run(store, engine, cand("e1", BASE))
@@ -421,7 +421,7 @@ async def test_http_merger_failures_raise_merge_failed(
 
 
 async def test_http_merger_unreachable_falls_back_in_the_engine(
-    make_engine: EngineFactory, vectors: FakeEmbedder, store: EdgeMemoryStore, tmp_path: Path
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: MemoryStore, tmp_path: Path
 ) -> None:
     merger = HttpMerger(base_url="http://127.0.0.1:9/v1", model="tiny", timeout_s=0.5)
     engine = engine_with(make_engine, "synthesize", merger=merger)
@@ -434,7 +434,7 @@ async def test_http_merger_unreachable_falls_back_in_the_engine(
 async def test_engine_with_http_merger_uses_the_server_text(
     make_engine: EngineFactory,
     vectors: FakeEmbedder,
-    store: EdgeMemoryStore,
+    store: MemoryStore,
     completions: tuple[Completions, str],
 ) -> None:
     state, url = completions
@@ -450,7 +450,7 @@ async def test_engine_with_http_merger_uses_the_server_text(
 
 
 async def test_only_a_memory_whose_only_change_is_being_seen_again_is_a_seen_update(
-    make_engine: EngineFactory, vectors: FakeEmbedder, store: EdgeMemoryStore
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: MemoryStore
 ) -> None:
     engine = make_engine()
     [first] = await run(store, engine, cand("e1", BASE))
@@ -538,7 +538,7 @@ def test_topics_and_entities_keep_the_latest_an_event_may_carry() -> None:
 async def test_a_memory_merged_past_the_limit_is_stored_with_its_latest_lineage(
     make_engine: EngineFactory,
     vectors: FakeEmbedder,
-    store: EdgeMemoryStore,
+    store: MemoryStore,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(merge, "LINEAGE_LIMIT", 2)

@@ -10,10 +10,10 @@ import pytest
 from consumer.domain.normalize import decision_id_for, normalize_content
 from consumer.errors import PublishFailed
 from consumer.kafka.records import InputRecord, OutgoingRecord
+from consumer.ports import MemoryStore
 from consumer.service import processor as pipeline
 from consumer.service.processor import BatchProcessor
 from consumer.settings import TopicSettings
-from consumer.state.edge import EdgeMemoryStore
 from schemas import (
     DeadLetterCode,
     DeadLetterHeaders,
@@ -47,7 +47,7 @@ SECRET = "Zyxwv-Quartz-Platypus-4417"
 @pytest.fixture
 def processor(
     make_engine: EngineFactory,
-    store: EdgeMemoryStore,
+    store: MemoryStore,
     embedder: FakeEmbedder,
     publisher: FakePublisher,
 ) -> BatchProcessor:
@@ -173,7 +173,7 @@ async def test_outgoing_records_are_in_input_order_across_partitions(
 async def test_dead_letters_carry_original_bytes_and_headers(
     processor: BatchProcessor,
     publisher: FakePublisher,
-    store: EdgeMemoryStore,
+    store: MemoryStore,
     value: bytes,
     code: DeadLetterCode,
 ) -> None:
@@ -210,7 +210,7 @@ async def test_tombstone_is_dead_lettered(
 
 async def test_a_dead_letter_too_big_for_a_record_keeps_the_first_bytes_size_and_digest(
     make_engine: EngineFactory,
-    store: EdgeMemoryStore,
+    store: MemoryStore,
     embedder: FakeEmbedder,
     publisher: FakePublisher,
 ) -> None:
@@ -268,7 +268,7 @@ async def test_dead_letter_gets_event_id_header_when_known(
 
 
 async def test_good_and_bad_records_in_one_batch(
-    processor: BatchProcessor, publisher: FakePublisher, store: EdgeMemoryStore
+    processor: BatchProcessor, publisher: FakePublisher, store: MemoryStore
 ) -> None:
     summary = await processor.process(
         [rec("e1", BASE, 0), make_record(value=b"[]", offset=1), rec("e2", "other", 2)]
@@ -282,7 +282,7 @@ async def test_good_and_bad_records_in_one_batch(
 async def test_redelivery_replays_byte_identical_decisions(
     processor: BatchProcessor,
     publisher: FakePublisher,
-    store: EdgeMemoryStore,
+    store: MemoryStore,
     embedder: FakeEmbedder,
 ) -> None:
     batch = [
@@ -314,7 +314,7 @@ async def test_redelivery_replays_byte_identical_decisions(
 
 async def test_redelivery_into_a_fresh_consumer_replays_identically(
     make_engine: EngineFactory,
-    store: EdgeMemoryStore,
+    store: MemoryStore,
     embedder: FakeEmbedder,
     processor: BatchProcessor,
     publisher: FakePublisher,
@@ -338,7 +338,7 @@ async def test_redelivery_into_a_fresh_consumer_replays_identically(
 
 
 async def test_same_event_twice_in_one_batch(
-    processor: BatchProcessor, publisher: FakePublisher, store: EdgeMemoryStore
+    processor: BatchProcessor, publisher: FakePublisher, store: MemoryStore
 ) -> None:
     summary = await processor.process([rec("e1", BASE, 0), rec("e1", BASE, 1)])
     assert summary.decisions == {"accepted": 1}
@@ -350,7 +350,7 @@ async def test_same_event_twice_in_one_batch(
 
 
 async def test_conflicting_event_id_across_batches(
-    processor: BatchProcessor, publisher: FakePublisher, store: EdgeMemoryStore
+    processor: BatchProcessor, publisher: FakePublisher, store: MemoryStore
 ) -> None:
     await processor.process([rec("e1", BASE, 0)])
     publisher.published.clear()
@@ -448,7 +448,7 @@ async def test_a_partition_decided_in_segments_meets_what_earlier_segments_wrote
 
 
 async def test_publish_failure_raises_and_retry_emits_identical_decisions(
-    processor: BatchProcessor, publisher: FakePublisher, store: EdgeMemoryStore
+    processor: BatchProcessor, publisher: FakePublisher, store: MemoryStore
 ) -> None:
     batch = [rec("e1", BASE, 0), rec("e2", CLOSE, 1), make_record(value=b"{", offset=2)]
     publisher.fail_next = 1

@@ -15,10 +15,9 @@ from consumer.domain.recent import RecentCache
 from consumer.domain.thresholds import ThresholdPolicy
 from consumer.errors import PartitionsLost, PublishFailed, PublishRejected
 from consumer.kafka.records import OutgoingRecord
-from consumer.ports import Vectors
+from consumer.ports import MemoryStore, Vectors
 from consumer.settings import RetrySettings, TopicSettings
 from consumer.state.durable import DurableStore
-from consumer.state.edge import EdgeMemoryStore
 from schemas import DeadLetterHeaders, MemoryDecisionEvent
 
 from .helpers import (
@@ -50,7 +49,7 @@ class BrittleEmbedder(FakeEmbedder):
 
 
 def service_with(
-    store: EdgeMemoryStore, embedder: FakeEmbedder, publisher: FakePublisher, retry: RetrySettings
+    store: MemoryStore, embedder: FakeEmbedder, publisher: FakePublisher, retry: RetrySettings
 ) -> ConsumerService:
     engine = DedupEngine(
         store=store,
@@ -76,7 +75,7 @@ def service_with(
 
 
 async def test_poison_record_is_dead_lettered_and_the_rest_decided(
-    store: EdgeMemoryStore,
+    store: MemoryStore,
 ) -> None:
     embedder = BrittleEmbedder()
     publisher = FakePublisher()
@@ -122,7 +121,7 @@ class EvictedEmbedder(FakeEmbedder):
 
 
 async def test_lost_partitions_are_neither_retried_nor_dead_lettered(
-    store: EdgeMemoryStore,
+    store: MemoryStore,
 ) -> None:
     """The batch belongs to the partitions' next owner: nothing is published, and
     no record of it is mistaken for poison."""
@@ -151,7 +150,7 @@ class RefusingPublisher(FakePublisher):
 
 
 async def test_a_permanent_refusal_is_dead_lettered_without_retrying(
-    store: EdgeMemoryStore,
+    store: MemoryStore,
 ) -> None:
     publisher = RefusingPublisher()
     service = service_with(store, FakeEmbedder(), publisher, QUICK_RETRY)
@@ -174,7 +173,7 @@ async def test_a_permanent_refusal_is_dead_lettered_without_retrying(
 
 
 async def test_shutdown_ends_a_retry_wait_and_leaves_the_batch_uncommitted(
-    store: EdgeMemoryStore,
+    store: MemoryStore,
 ) -> None:
     """A batch retrying a broker that does not answer would hold SIGTERM for up to
     retry.max_elapsed_s: shutdown gives it up instead (it is redelivered)."""

@@ -14,6 +14,7 @@ import yaml
 from consumer.cli.main import main
 from consumer.domain.normalize import content_hash, normalize_content
 from consumer.domain.thresholds import Bands, ThresholdPolicy
+from consumer.ports import MemoryStore
 from consumer.quality.calibrate import (
     ALL_PAIRS,
     CurvePoint,
@@ -47,7 +48,6 @@ from consumer.quality.pairs import (
 from consumer.quality.plot import MISSING_MATPLOTLIB, Series, plot_curves
 from consumer.quality.rule import decide_pair, is_exact
 from consumer.settings import DedupSettings
-from consumer.state.edge import EdgeMemoryStore
 from schemas import Decision, DecisionReason
 
 from .conftest import EngineFactory
@@ -221,7 +221,7 @@ RULE_CASES = [
 async def test_decide_pair_agrees_with_the_engine(
     make_engine: EngineFactory,
     embedder: FakeEmbedder,
-    store: EdgeMemoryStore,
+    store: MemoryStore,
     existing: str,
     new: str,
     similarity: float,

@@ -12,12 +12,8 @@ from qdrant_client import AsyncQdrantClient, models
 from consumer.domain.models import SimilarityQuery
 from consumer.settings import ConfigError
 from consumer.state import codec
-from consumer.state.server import (
-    VECTOR_NAME,
-    CollectionCopy,
-    QdrantServerStore,
-    copy_collection,
-)
+from consumer.state.collection_copy import CollectionCopy, copy_collection
+from consumer.state.server import VECTOR_NAME, QdrantServerStore
 
 from .helpers import DIMENSION
 from .test_edge_storage import MEMORY_ID, decision, memory

@@ -25,9 +25,9 @@ from consumer.domain.verifier import (
     build_verifier,
     pair_features,
 )
+from consumer.ports import MemoryStore
 from consumer.quality.rule import decide_pair
 from consumer.settings import ConfigError, load_settings
-from consumer.state.edge import EdgeMemoryStore
 from schemas import Decision
 from tests.chat_server import Completions, chat_completions_server
 
@@ -353,7 +353,7 @@ def vectors(embedder: FakeEmbedder) -> FakeEmbedder:
 
 
 def engine(
-    store: EdgeMemoryStore, embedder: FakeEmbedder, verifier: Any, guards: bool = True
+    store: MemoryStore, embedder: FakeEmbedder, verifier: Any, guards: bool = True
 ) -> DedupEngine:
     return DedupEngine(
         store=store,
@@ -366,7 +366,7 @@ def engine(
     )
 
 
-async def run(store: EdgeMemoryStore, dedup: DedupEngine, *candidates: Candidate) -> list[Outcome]:
+async def run(store: MemoryStore, dedup: DedupEngine, *candidates: Candidate) -> list[Outcome]:
     plan = await dedup.decide(0, list(candidates))
     await store.write(0, list(plan.writes.values()), [])
     dedup.commit(plan)
@@ -374,7 +374,7 @@ async def run(store: EdgeMemoryStore, dedup: DedupEngine, *candidates: Candidate
 
 
 async def test_a_vetoed_match_falls_through_to_the_next_match(
-    store: EdgeMemoryStore, vectors: FakeEmbedder
+    store: MemoryStore, vectors: FakeEmbedder
 ) -> None:
     verifier = ScriptedVerifier(MEMORY_A)
     dedup = engine(store, vectors, verifier)
@@ -391,9 +391,7 @@ async def test_a_vetoed_match_falls_through_to_the_next_match(
     assert asked[-2:] == [(MEMORY_A, NEW), (MEMORY_B, NEW)]
 
 
-async def test_every_match_vetoed_means_accepted(
-    store: EdgeMemoryStore, vectors: FakeEmbedder
-) -> None:
+async def test_every_match_vetoed_means_accepted(store: MemoryStore, vectors: FakeEmbedder) -> None:
     dedup = engine(store, vectors, ScriptedVerifier(MEMORY_A, MEMORY_B))
     await run(store, dedup, make_candidate(event_id="a", content=MEMORY_A))
     await run(store, dedup, make_candidate(event_id="b", content=MEMORY_B, offset=1))
@@ -404,7 +402,7 @@ async def test_every_match_vetoed_means_accepted(
 
 
 async def test_the_verifier_is_not_asked_below_the_bands_or_after_a_guard_veto(
-    store: EdgeMemoryStore, embedder: FakeEmbedder
+    store: MemoryStore, embedder: FakeEmbedder
 ) -> None:
     embedder.set("Standup at 9am", base_vector())
     embedder.set("Standup at 10am", unit_vector(0.97, axis=1))
@@ -421,9 +419,7 @@ async def test_the_verifier_is_not_asked_below_the_bands_or_after_a_guard_veto(
     assert verifier.calls == []
 
 
-async def test_engine_with_the_local_verifier(
-    store: EdgeMemoryStore, embedder: FakeEmbedder
-) -> None:
+async def test_engine_with_the_local_verifier(store: MemoryStore, embedder: FakeEmbedder) -> None:
     # Similarities near the real model's: the verifier weighs cosine too, and at
     # 0.85 and above it lets a changed city through (docs/quality.md).
     embedder.set(NEW, base_vector())
@@ -442,7 +438,7 @@ async def test_engine_with_the_local_verifier(
 
 
 async def test_engine_without_a_verifier_takes_the_best_match(
-    store: EdgeMemoryStore, vectors: FakeEmbedder
+    store: MemoryStore, vectors: FakeEmbedder
 ) -> None:
     dedup = engine(store, vectors, None)
     await run(store, dedup, make_candidate(event_id="a", content=MEMORY_A))
