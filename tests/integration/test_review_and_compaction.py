@@ -265,14 +265,22 @@ async def test_compaction_folds_clusters_with_guards_and_dry_run_changes_nothing
 ) -> None:
     # Ingested with bands no paraphrase reaches, so every text is a memory of its own;
     # compaction then runs with the usual bands.
+    # ("The user lives in Paris" embeds as "User lives in Paris" with the user named
+    # one way: the ingest names them as written, so the two stay apart.)
     ingest = make_settings(
         local_broker.bootstrap_servers,
         tmp_path,
         dedup={"duplicate_threshold": 0.999, "merge_threshold": 0.999},
+        embedding={"same_subject": False},
         # The server stand-in is qdrant-client's local mode, shared with the consumer.
         **({"qdrant": {"location": ":memory:"}} if kind == "server" else {}),
     )
-    settings = ingest.model_copy(update={"dedup": ingest.dedup.model_copy(update=BANDS)})
+    settings = ingest.model_copy(
+        update={
+            "dedup": ingest.dedup.model_copy(update=BANDS),
+            "embedding": ingest.embedding.model_copy(update={"same_subject": True}),
+        }
+    )
     texts = {
         "c1": "User lives in Paris",
         "c2": "The user lives in Paris",
@@ -371,10 +379,12 @@ async def test_periodic_compaction_inside_the_consumer(
         local_broker.bootstrap_servers,
         tmp_path,
         dedup={"duplicate_threshold": 0.999, "merge_threshold": 0.999},
+        embedding={"same_subject": False},  # every text a memory of its own, as written
     )
     settings = ingest.model_copy(
         update={
             "dedup": ingest.dedup.model_copy(update=BANDS),
+            "embedding": ingest.embedding.model_copy(update={"same_subject": True}),
             "compaction": ingest.compaction.model_copy(
                 update={"periodic": True, "min_memories": 2, "interval_s": 3600}
             ),
