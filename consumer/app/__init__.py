@@ -1,1 +1,2 @@
-"""The running service: the app factory, the consumer loop with its retries, partition handover."""
+"""The running service: the app factory, the Kafka handler, the consumer loop with its
+retries, partition handover."""

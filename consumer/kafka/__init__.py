@@ -1,1 +1,1 @@
-"""Kafka wiring: the app factory, publisher, partitioning, security, topics and readers."""
+"""Kafka adapters: the publisher, partitioning, security, topics and readers."""

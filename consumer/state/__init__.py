@@ -1,1 +1,2 @@
-"""Durable state: the point codec, the stores, the changelog and partition membership."""
+"""Durable state: the point codec, the stores (embedded, server, in-memory), the durable
+write with its changelog, and partition membership."""
