@@ -24,7 +24,11 @@ exactly as the engine embeds (``normalize_content`` first), and compares:
   merge threshold (predicted duplicate = skipped or merged);
 * **guards only**: the pipeline without the verifier or the parse alignment;
 * **pipeline without alignment**: guards and verifier, as before the parse
-  alignment (``consumer.domain.alignment``) existed, side by side with it.
+  alignment (``consumer.domain.alignment``) existed, side by side with it;
+* **pipeline without cross-encoder**: the pipeline without the cross-encoder's
+  veto and rescue (``dedup.cross_encoder``, consumer.domain.cross_verifier);
+  "pipeline @ defaults" has them where the settings turn it on, as the engine.
+  The best-F1 sweeps leave it out.
 
 It prints, per set, precision / recall / F1 at the shipped defaults
 (merge_threshold 0.77: anything at or above it is merged or skipped) and at each
@@ -59,8 +63,10 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from consumer.domain.alignment import PairAligner  # noqa: E402
+from consumer.domain.cross_verifier import CrossEncoderVerifier  # noqa: E402
 from consumer.domain.thresholds import Bands  # noqa: E402
 from consumer.domain.verifier import LocalVerifier, build_verifier  # noqa: E402
+from consumer.embedding.cross_encoder import OnnxPairScorer  # noqa: E402
 from consumer.quality.calibrate import GRID, pair_facts  # noqa: E402
 from consumer.quality.evaluate import embed_similarities, policy_from_settings  # noqa: E402
 from consumer.quality.metrics import Confusion  # noqa: E402
@@ -152,8 +158,19 @@ def evaluate_set(
     bands: Bands,
     verifier: LocalVerifier | None,
     aligner: PairAligner | None = None,
+    cross_encoder: CrossEncoderVerifier | None = None,
 ) -> dict[str, Any]:
     labels = np.array([p.duplicate for p in pairs], dtype=np.bool_)
+    ce_s = None
+    if cross_encoder is not None:
+        # Every pair the veto or the rescue may ask, scored in batches once.
+        started = time.perf_counter()
+        floor = bands.lowest
+        asked_ce = [
+            (p.existing.strip(), p.new) for p, s in zip(pairs, scores, strict=True) if s >= floor
+        ]
+        cross_encoder.prime(asked_ce)
+        ce_s = time.perf_counter() - started
     started = time.perf_counter()
     guard_facts = pair_facts(pairs, scores.tolist(), guards=True)
     guard_s = time.perf_counter() - started
@@ -192,12 +209,30 @@ def evaluate_set(
     decided = np.array(
         [
             decide_pair(
+                p.existing,
+                p.new,
+                float(s),
+                bands,
+                guards=True,
+                verifier=verifier,
+                aligner=aligner,
+                cross_encoder=cross_encoder,
+            ).duplicate
+            for p, s in zip(pairs, scores, strict=True)
+        ],
+        dtype=np.bool_,
+    )
+    # The pipeline without the cross-encoder, side by side with it.
+    decided_without_ce = np.array(
+        [
+            decide_pair(
                 p.existing, p.new, float(s), bands, guards=True, verifier=verifier, aligner=aligner
             ).duplicate
             for p, s in zip(pairs, scores, strict=True)
         ],
         dtype=np.bool_,
     )
+    without_ce_default = point(bands.merge_threshold, decided_without_ce, labels)
     # Today's pipeline without the parse alignment, for the side-by-side report.
     decided_before = np.array(
         [
@@ -232,7 +267,13 @@ def evaluate_set(
     by_kind: dict[str, dict[str, int]] = {}
     for pair, s_ in zip(pairs, scores, strict=True):
         outcome = decide_pair(
-            pair.existing, pair.new, float(s_), bands, verifier=verifier, aligner=aligner
+            pair.existing,
+            pair.new,
+            float(s_),
+            bands,
+            verifier=verifier,
+            aligner=aligner,
+            cross_encoder=cross_encoder,
         )
         kind = by_kind.setdefault(
             f"{pair.category or '-'} ({pair.label})",
@@ -264,6 +305,12 @@ def evaluate_set(
         "verifier_pairs_timed": len(asked),
         "pipeline_us_per_pair": pipeline_us,
         "alignment": aligner is not None,
+        "cross_encoder": cross_encoder is not None,
+        "cross_encoder_pairs_scored": None if ce_s is None else len(asked_ce),
+        "cross_encoder_ms_per_pair": (
+            None if ce_s is None or not asked_ce else round(ce_s / len(asked_ce) * 1e3, 2)
+        ),
+        "without_cross_encoder_default": without_ce_default.__dict__,
         "before_alignment_default": before_default.__dict__,
         "guards_default": guards_default.__dict__,
         "guards_best": best_f1(guards_curve).__dict__,
@@ -299,6 +346,7 @@ def print_set(result: dict[str, Any]) -> None:
         ("cosine @ defaults", cd),
         ("guards only @ defaults", result["guards_default"]),
         ("pipeline without alignment @ defaults", result["before_alignment_default"]),
+        ("pipeline without cross-encoder @ defaults", result["without_cross_encoder_default"]),
         ("pipeline @ defaults", pd),
         ("cosine @ best F1", cb),
         ("guards only @ best F1", result["guards_best"]),
@@ -340,18 +388,21 @@ def print_set(result: dict[str, Any]) -> None:
 def summary_rows(results: Sequence[dict[str, Any]]) -> None:
     print("\n### Summary (F1; pipeline / cosine ratio)\n")
     print(
-        "| set | cosine P/R/F1 @defaults | without alignment P/R/F1 | pipeline P/R/F1 @defaults "
+        "| set | cosine P/R/F1 @defaults | without alignment P/R/F1 "
+        "| without cross-encoder P/R/F1 | pipeline P/R/F1 @defaults "
         "| ratio F1 | cosine best F1 (t) | pipeline best F1 (t) | ratio | distinct skipped "
         "| hard false merges |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         cd, pd = r["cosine_default"], r["pipeline_default"]
         cb, pb = r["cosine_best"], r["pipeline_best"]
         gd = r["before_alignment_default"]
+        wd = r["without_cross_encoder_default"]
         print(
             f"| {r['name']} | {fmt(cd['precision'])}/{fmt(cd['recall'])}/{fmt(cd['f1'])} "
             f"| {fmt(gd['precision'])}/{fmt(gd['recall'])}/{fmt(gd['f1'])} "
+            f"| {fmt(wd['precision'])}/{fmt(wd['recall'])}/{fmt(wd['f1'])} "
             f"| {fmt(pd['precision'])}/{fmt(pd['recall'])}/{fmt(pd['f1'])} "
             f"| {ratio(pd['f1'], cd['f1'])} | {fmt(cb['f1'])} ({cb['threshold']:.2f}) "
             f"| {fmt(pb['f1'])} ({pb['threshold']:.2f}) | {ratio(pb['f1'], cb['f1'])} "
@@ -481,8 +532,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("dedup.verifier is an LLM: the benchmark measures its local fallback")
         verifier = verifier.fallback
     aligner = PairAligner() if settings.dedup.alignment_enabled else None
+    cross_encoder = None
+    ce_settings = settings.dedup.cross_encoder
+    if ce_settings.enabled:
+        # A cache that holds every pair of a set: each is decided more than once.
+        cross_encoder = CrossEncoderVerifier(
+            OnnxPairScorer.load(),
+            veto_below=ce_settings.veto_below,
+            rescue_from=ce_settings.rescue_from,
+            cache_size=1_000_000,
+        )
     results = [
-        evaluate_set(name, pairs, scores[name], bands, verifier, aligner)
+        evaluate_set(name, pairs, scores[name], bands, verifier, aligner, cross_encoder)
         for name, pairs in sets.items()
     ]
     for result in results:

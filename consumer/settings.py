@@ -104,6 +104,24 @@ class VerifierSettings(BaseModel):
         return self
 
 
+class CrossEncoderSettings(BaseModel):
+    """The shipped cross-encoder (consumer.domain.cross_verifier): P(same fact) of
+    a pair, read from both texts at once. It vetoes a band match the other checks
+    allowed, and rescues a paraphrase just below the merge band (merged, never
+    skipped). Thresholds chosen on the memory pairs' dev split (docs/quality.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    # A match that reached a band is kept apart when P(same fact) is below this.
+    veto_below: Unit = 0.07
+    # A match below the merge band that no guard or alignment check vetoes is
+    # merged when P(same fact) is at or above this (docs/quality.md says why 0.70) ...
+    rescue_from: Unit = 0.70
+    # ... and its cosine at or above this (and below the namespace's merge threshold).
+    rescue_threshold: Unit = 0.47
+
+
 class DedupSettings(BandSettings):
     namespaces: dict[
         Annotated[str, Field(pattern=NAMESPACE_PATTERN, max_length=64)], BandSettings
@@ -127,6 +145,7 @@ class DedupSettings(BandSettings):
     # Used by namespaces whose merge_policy is synthesize.
     merger: MergerSettings = MergerSettings()
     verifier: VerifierSettings = VerifierSettings()
+    cross_encoder: CrossEncoderSettings = CrossEncoderSettings()
 
     @model_validator(mode="after")
     def _synthesize_needs_merger(self) -> Self:

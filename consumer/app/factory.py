@@ -24,6 +24,7 @@ from consumer.domain.merge import build_merger
 from consumer.domain.recent import RecentCache
 from consumer.domain.thresholds import Bands, ThresholdPolicy, lowest_band
 from consumer.domain.verifier import build_verifier
+from consumer.embedding.cross_encoder import load_cross_encoder
 from consumer.embedding.embedders import load_embedder, with_subject_form
 from consumer.kafka.partitioning import CachedDefaultPartitioner
 from consumer.kafka.publisher import BrokerPublisher
@@ -55,12 +56,15 @@ log = structlog.get_logger(__name__)
 
 def threshold_policy(settings: Settings) -> ThresholdPolicy:
     dedup = settings.dedup
+    # The cross-encoder's rescue band, below every namespace's merge threshold.
+    rescue = dedup.cross_encoder.rescue_threshold if dedup.cross_encoder.enabled else None
     return ThresholdPolicy(
         default=Bands(
             dedup.duplicate_threshold,
             dedup.merge_threshold,
             dedup.merge_policy,
             dedup.detail_policy,
+            rescue,
         ),
         per_namespace={
             name: Bands(
@@ -68,6 +72,7 @@ def threshold_policy(settings: Settings) -> ThresholdPolicy:
                 bands.merge_threshold,
                 bands.merge_policy,
                 bands.detail_policy,
+                rescue,
             )
             for name, bands in dedup.namespaces.items()
         },
@@ -225,6 +230,7 @@ async def start_service(
             )
     await runtime.store.start(runtime.embedder.dimension)
     aligner = await load_aligner(settings.dedup.alignment_enabled)
+    cross_encoder = await load_cross_encoder(settings.dedup.cross_encoder)
     policy = threshold_policy(settings)
     shards = runtime.store.shards()
     if shards is not None:
@@ -242,6 +248,7 @@ async def start_service(
         merger=build_merger(settings.dedup),
         verifier=build_verifier(settings.dedup),
         aligner=aligner,
+        cross_encoder=cross_encoder,
     )
     # Past the producer's own request timeout, a wait for acknowledgements is a hang.
     publisher = runtime.publisher = BrokerPublisher(

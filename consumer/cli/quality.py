@@ -13,6 +13,7 @@ from typing import Any
 
 from consumer.domain.alignment import PairAligner
 from consumer.domain.verifier import LlmVerifier, LocalVerifier, PairJudge, build_verifier
+from consumer.embedding.cross_encoder import build_cross_encoder
 from consumer.quality.calibrate import (
     GRID,
     calibrate,
@@ -146,6 +147,8 @@ def run_evaluate(
         verifier=scored.verifier,
         verifier_name=scored.verifier_name,
         aligner=_aligner(settings, no_guards),
+        # The cross-encoder's veto and rescue, as the consumer decides.
+        cross_encoder=None if no_guards else build_cross_encoder(settings.dedup.cross_encoder),
     )
     source = str(pairs_file)
     if as_json:

@@ -25,6 +25,7 @@ from consumer.domain.alignment import load_aligner
 from consumer.domain.dedup import DedupEngine
 from consumer.domain.recent import RecentCache
 from consumer.domain.verifier import build_verifier
+from consumer.embedding.cross_encoder import load_cross_encoder
 from consumer.embedding.embedders import load_embedder
 from consumer.errors import PermanentError
 from consumer.kafka.offsets import exact_end_offsets
@@ -206,6 +207,7 @@ async def rebuild(
             # The same checks as the live consumer, so a rebuild decides alike.
             verifier=build_verifier(settings.dedup),
             aligner=await load_aligner(settings.dedup.alignment_enabled),
+            cross_encoder=await load_cross_encoder(settings.dedup.cross_encoder),
         )
         state = DurableStore(store)
         processor = BatchProcessor(

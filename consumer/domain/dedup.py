@@ -29,6 +29,7 @@ from consumer.domain.batch import (
     read_ahead,
     texts_to_embed,
 )
+from consumer.domain.cross_verifier import CrossEncoderVerifier
 from consumer.domain.merge import Merger, TextChoice, fold, newer_text, policy_text
 from consumer.domain.models import (
     BatchPlan,
@@ -73,6 +74,7 @@ class DedupEngine:
         reviewed: ReviewedPairs | None = None,
         verifier: Verifier | None = None,
         aligner: PairAligner | None = None,
+        cross_encoder: CrossEncoderVerifier | None = None,
         clock: Callable[[], datetime] = _utcnow,
     ) -> None:
         """`decide_without_model`: when the model fails, decide with exact and
@@ -84,13 +86,18 @@ class DedupEngine:
         "different fact" vetoes it like a guard; None: no verifier. `aligner`:
         aligns the parses of each such pair (consumer.domain.alignment): a changed
         value, role, tense or polarity vetoes it, and a skip of texts that are
-        not equivalent becomes a merge (which keeps the new text)."""
+        not equivalent becomes a merge (which keeps the new text).
+        `cross_encoder`: after the verifier, vetoes a band match it finds a
+        different fact, and rescues a match just below the merge band where a
+        namespace's bands have a rescue threshold (consumer.domain.cross_verifier);
+        None: neither."""
         self._vetter = MatchVetter(
             guards=guards,
             reviewed=reviewed or ReviewedPairs(),
             aligner=aligner,
             verifier=verifier,
             full_matches_from=lowest_band(policy),
+            cross_encoder=cross_encoder,
         )
         self._outcomes = OutcomeWriter(embedder=embedder, merger=merger, clock=clock)
         self._store = store
@@ -128,6 +135,10 @@ class DedupEngine:
     @property
     def verifier(self) -> Verifier | None:
         return self._vetter.verifier
+
+    @property
+    def cross_encoder(self) -> CrossEncoderVerifier | None:
+        return self._vetter.cross_encoder
 
     @property
     def guards_enabled(self) -> bool:

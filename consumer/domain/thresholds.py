@@ -18,6 +18,10 @@ class Bands:
     # A match that only adds a detail: "merge" (keeping the more detailed text)
     # or "keep_both" (accepted as a memory of its own).
     detail_policy: DetailPolicy = "merge"
+    # Below the merge threshold and at or above this, a match may still be merged
+    # when the cross-encoder rescues it (consumer.domain.cross_verifier); None: no
+    # rescue band.
+    rescue_threshold: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("duplicate_threshold", "merge_threshold"):
@@ -26,6 +30,8 @@ class Bands:
                 raise ValueError(f"{name} must be within 0..1, got {value}")
         if self.merge_threshold > self.duplicate_threshold:
             raise ValueError("merge_threshold must be <= duplicate_threshold")
+        if self.rescue_threshold is not None and not 0.0 <= self.rescue_threshold <= 1.0:
+            raise ValueError(f"rescue_threshold must be within 0..1, got {self.rescue_threshold}")
         if self.merge_policy not in MERGE_POLICIES:
             raise ValueError(f"unknown merge_policy {self.merge_policy!r}")
         if self.detail_policy not in ("merge", "keep_both"):
@@ -52,6 +58,19 @@ class Bands:
             return Decision.MERGED, self.merge_threshold
         return Decision.ACCEPTED, None
 
+    def in_rescue_band(self, similarity: float) -> bool:
+        """Below the merge threshold, at or above the rescue threshold (inclusive)."""
+        return (
+            self.rescue_threshold is not None
+            and self.rescue_threshold <= similarity < self.merge_threshold
+        )
+
+    @property
+    def lowest(self) -> float:
+        """The lowest similarity at which a match may be skipped or merged into."""
+        low = min(self.duplicate_threshold, self.merge_threshold)
+        return low if self.rescue_threshold is None else min(low, self.rescue_threshold)
+
 
 @dataclass(frozen=True, slots=True)
 class ThresholdPolicy:
@@ -63,7 +82,8 @@ class ThresholdPolicy:
 
 
 def lowest_band(policy: ThresholdPolicy) -> float:
-    """The lowest similarity at which a match can be skipped into or merged into
-    (less a rounding margin): below it a match counts only for its score."""
+    """The lowest similarity at which a match can be skipped into or merged into,
+    a cross-encoder rescue included (less a rounding margin): below it a match
+    counts only for its score."""
     bands = [policy.default, *policy.per_namespace.values()]
-    return min(min(b.duplicate_threshold, b.merge_threshold) for b in bands) - 1e-6
+    return min(b.lowest for b in bands) - 1e-6

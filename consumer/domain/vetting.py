@@ -1,6 +1,8 @@
 """Whether a match that reaches a band may be skipped or merged into: a reviewer's
-separation, the guards, the parse alignment and the verifier, in that order (the
-first veto keeps the pair apart), and the parses the alignment will need, primed."""
+separation, the guards, the parse alignment, the verifier and the cross-encoder,
+in that order (the first veto keeps the pair apart), and the parses the alignment
+will need, primed. When no match of a band is allowed, the cross-encoder may
+rescue one just below the merge band (consumer.domain.cross_verifier)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import numpy as np
 
 from consumer.domain.alignment import Alignment, PairAligner
 from consumer.domain.batch import BatchState
+from consumer.domain.cross_verifier import CrossEncoderVerifier
 from consumer.domain.guards import check_pair
 from consumer.domain.models import Candidate, GuardHit, MemoryRecord, Scope, ScoredMemory
 from consumer.domain.reviewed import ReviewedPairs
@@ -31,6 +34,7 @@ class MatchVetter:
         aligner: PairAligner | None,
         verifier: Verifier | None,
         full_matches_from: float,
+        cross_encoder: CrossEncoderVerifier | None = None,
     ) -> None:
         self._guards = guards
         # Pairs a reviewer separated; loaded per partition by the caller
@@ -39,6 +43,7 @@ class MatchVetter:
         self._aligner = aligner
         self._verifier = verifier
         self._full_matches_from = full_matches_from
+        self._cross_encoder = cross_encoder
 
     @property
     def reviewed(self) -> ReviewedPairs:
@@ -49,6 +54,10 @@ class MatchVetter:
         return self._verifier
 
     @property
+    def cross_encoder(self) -> CrossEncoderVerifier | None:
+        return self._cross_encoder
+
+    @property
     def guards_enabled(self) -> bool:
         return self._guards
 
@@ -57,7 +66,8 @@ class MatchVetter:
     ) -> tuple[ScoredMemory | None, Decision, float | None, list[GuardHit], Alignment | None]:
         """The best match that reaches a band and that neither a guard nor the
         verifier vetoes. A vetoed pair is treated as below threshold, and the next
-        match is tried."""
+        match is tried. When none is allowed, the best match the cross-encoder
+        rescues from below the merge band (`_rescued`), merged."""
         vetoes: list[GuardHit] = []
         for match in matches:
             decision, threshold = bands.classify(match.score)
@@ -74,6 +84,8 @@ class MatchVetter:
             if veto is None:
                 veto = await self._verifier_veto(memory, candidate, match.score)
             if veto is None:
+                veto = await self._cross_encoder_veto(memory, candidate)
+            if veto is None:
                 if alignment is not None:
                     decision, threshold = bands.after_alignment(
                         decision,
@@ -85,7 +97,55 @@ class MatchVetter:
                         return None, decision, threshold, vetoes, alignment
                 return match, decision, threshold, vetoes, alignment
             vetoes.append(GuardHit(veto, memory.memory_id, match.score))
+        rescued = await self._rescued(candidate, matches, bands)
+        if rescued is not None:
+            match, decision, threshold, alignment = rescued
+            return (
+                match if decision is Decision.MERGED else None,
+                decision,
+                threshold,
+                vetoes,
+                alignment,
+            )
         return None, Decision.ACCEPTED, None, vetoes, None
+
+    async def _rescued(
+        self, candidate: Candidate, matches: Sequence[ScoredMemory], bands: Bands
+    ) -> tuple[ScoredMemory, Decision, float | None, Alignment | None] | None:
+        """The best match below the merge band, at or above the rescue threshold,
+        that no reviewer, guard or alignment check keeps apart and that the
+        cross-encoder finds the same fact: merged (the namespace's detail policy
+        applies as for any merge). A match it does not rescue stays below the
+        band: it is no veto, and the next one is tried."""
+        if self._cross_encoder is None or bands.rescue_threshold is None:
+            return None
+        for match in matches:
+            if match.score >= bands.merge_threshold:
+                continue
+            if not bands.in_rescue_band(match.score):
+                break
+            memory = match.read()
+            if self._reviewed_veto(candidate, memory) or (
+                self._guards and check_pair(memory.content, candidate.event.content)
+            ):
+                continue
+            alignment = await self._alignment(memory.content, candidate.event.content)
+            if alignment is not None and alignment.veto is not None:
+                continue
+            verdict = await self._cross_encoder.rescues(memory.content, candidate.event.content)
+            if not verdict.same_fact:
+                continue
+            decision: Decision = Decision.MERGED
+            threshold: float | None = bands.rescue_threshold
+            if alignment is not None:
+                decision, threshold = bands.after_alignment(
+                    decision,
+                    threshold,
+                    equivalent=alignment.equivalent,
+                    detail_added=alignment.detail_added,
+                )
+            return match, decision, threshold, alignment
+        return None
 
     async def kept_apart(
         self, memory: MemoryRecord, candidate: Candidate, similarity: float
@@ -98,7 +158,9 @@ class MatchVetter:
         alignment = await self._alignment(memory.content, candidate.event.content)
         if alignment is not None and alignment.veto is not None:
             return True
-        return await self._verifier_veto(memory, candidate, similarity) is not None
+        if await self._verifier_veto(memory, candidate, similarity) is not None:
+            return True
+        return await self._cross_encoder_veto(memory, candidate) is not None
 
     async def prime(self, candidates: Sequence[Candidate], state: BatchState) -> None:
         """Parse, in one batch, the texts of every candidate whose stored neighbour
@@ -148,6 +210,18 @@ class MatchVetter:
         if self._verifier is None:
             return None
         verdict = await self._verifier.verify(memory.content, candidate.event.content, similarity)
+        if verdict.same_fact:
+            return None
+        return GuardVeto(GuardName.VERIFIER, f"{verdict.source}: {verdict.detail}"[:199])
+
+    async def _cross_encoder_veto(
+        self, memory: MemoryRecord, candidate: Candidate
+    ) -> GuardVeto | None:
+        """The cross-encoder's "different fact" on a band match, as a verifier veto
+        whose detail names it; None when it agrees or is off."""
+        if self._cross_encoder is None:
+            return None
+        verdict = await self._cross_encoder.verify(memory.content, candidate.event.content, 0.0)
         if verdict.same_fact:
             return None
         return GuardVeto(GuardName.VERIFIER, f"{verdict.source}: {verdict.detail}"[:199])

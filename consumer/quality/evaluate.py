@@ -14,6 +14,7 @@ from typing import Any, Final
 import numpy as np
 
 from consumer.domain.alignment import PairAligner
+from consumer.domain.cross_verifier import CrossEncoderVerifier
 from consumer.domain.normalize import content_hash, normalize_content
 from consumer.domain.thresholds import Bands, ThresholdPolicy
 from consumer.domain.verifier import LocalVerifier, PairJudge, Verdict, Verifier
@@ -45,14 +46,22 @@ HASH_CHARS: Final = 12
 
 
 def policy_from_settings(dedup: DedupSettings) -> ThresholdPolicy:
-    """The bands the consumer builds from `dedup` settings."""
+    """The bands the consumer builds from `dedup` settings (the cross-encoder's
+    rescue band included where it is on)."""
+    rescue = dedup.cross_encoder.rescue_threshold if dedup.cross_encoder.enabled else None
     return ThresholdPolicy(
         default=Bands(
-            dedup.duplicate_threshold, dedup.merge_threshold, detail_policy=dedup.detail_policy
+            dedup.duplicate_threshold,
+            dedup.merge_threshold,
+            detail_policy=dedup.detail_policy,
+            rescue_threshold=rescue,
         ),
         per_namespace={
             name: Bands(
-                bands.duplicate_threshold, bands.merge_threshold, detail_policy=bands.detail_policy
+                bands.duplicate_threshold,
+                bands.merge_threshold,
+                detail_policy=bands.detail_policy,
+                rescue_threshold=rescue,
             )
             for name, bands in dedup.namespaces.items()
         },
@@ -160,6 +169,7 @@ def evaluate_pairs(
     verifier: PairJudge | None = None,
     verifier_name: str | None = None,
     aligner: PairAligner | None = None,
+    cross_encoder: CrossEncoderVerifier | None = None,
 ) -> Evaluation:
     """Decide every pair (its namespace's bands) and tally overall, per category and
     per namespace."""
@@ -178,6 +188,7 @@ def evaluate_pairs(
             guards=guards,
             verifier=verifier,
             aligner=aligner,
+            cross_encoder=cross_encoder,
         )
         evaluation.scored.append(ScoredPair(pair, outcome))
         tallies = (

@@ -12,7 +12,12 @@ stored memory of the scope and `new` arrives:
    (consumer.domain.verifier); a veto of any means "treated as below
    threshold": the memory is accepted. A skip of texts the alignment finds
    not equivalent becomes a merge; a match that only adds a detail is accepted
-   where the namespace's `detail_policy` is `keep_both`.
+   where the namespace's `detail_policy` is `keep_both`;
+3. the cross-encoder (consumer.domain.cross_verifier), where it is on: after the
+   verifier, it vetoes a band match whose P(same fact) is below its `veto_below`;
+   and a pair below the merge band, at or above the bands' `rescue_threshold`,
+   that neither a guard nor the alignment vetoes is merged when P(same fact) is
+   at or above its `rescue_from` (as `MatchVetter` rescues one).
 
 The recent-cache check is left out: it only repeats what exact and semantic
 decided earlier. "Duplicate predicted" means skipped or merged.
@@ -23,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from consumer.domain.alignment import PairAligner
+from consumer.domain.cross_verifier import CrossEncoderVerifier
 from consumer.domain.guards import check_pair
 from consumer.domain.normalize import content_hash, normalize_content
 from consumer.domain.thresholds import Bands
@@ -60,8 +66,10 @@ def pair_veto(
     guards: bool = True,
     verifier: PairJudge | None = None,
     aligner: PairAligner | None = None,
+    cross_encoder: CrossEncoderVerifier | None = None,
 ) -> GuardVeto | None:
-    """The guards' veto, else the alignment's, else the verifier's, as
+    """The guards' veto, else the alignment's, else the verifier's, else the
+    cross-encoder's, as
     `MatchVetter.first_allowed` (consumer.domain.vetting) asks them for a stored `existing` (its content
     is the event content stripped)."""
     existing = existing.strip()
@@ -70,6 +78,10 @@ def pair_veto(
         veto = aligner.check(existing, new).veto
     if veto is None and verifier is not None:
         verdict = verifier.judge(existing, new, similarity)
+        if not verdict.same_fact:
+            veto = GuardVeto(GuardName.VERIFIER, f"{verdict.source}: {verdict.detail}"[:199])
+    if veto is None and cross_encoder is not None:
+        verdict = cross_encoder.judge(existing, new, similarity)
         if not verdict.same_fact:
             veto = GuardVeto(GuardName.VERIFIER, f"{verdict.source}: {verdict.detail}"[:199])
     return veto
@@ -84,6 +96,7 @@ def decide_pair(
     guards: bool = True,
     verifier: PairJudge | None = None,
     aligner: PairAligner | None = None,
+    cross_encoder: CrossEncoderVerifier | None = None,
 ) -> PairDecision:
     """What the consumer decides for `new` when `existing` is its only match.
 
@@ -91,13 +104,25 @@ def decide_pair(
     `guards`: `dedup.guards_enabled`. `verifier`: the consumer's verifier
     (`build_verifier(dedup)`), or None when it is off. `aligner`: the parse
     alignment (`dedup.alignment_enabled`), or None when it is off.
+    `cross_encoder`: `dedup.cross_encoder` (`build_cross_encoder`), or None when
+    it is off.
     """
     if is_exact(existing, new):
         return PairDecision(Decision.SKIPPED, DecisionReason.EXACT, similarity, None)
     decision, threshold = bands.classify(similarity)
     if decision is Decision.ACCEPTED:
+        if cross_encoder is not None and bands.in_rescue_band(similarity):
+            return _rescue(existing, new, similarity, bands, guards, aligner, cross_encoder)
         return PairDecision(Decision.ACCEPTED, DecisionReason.NEW, similarity, None)
-    veto = pair_veto(existing, new, similarity, guards=guards, verifier=verifier, aligner=aligner)
+    veto = pair_veto(
+        existing,
+        new,
+        similarity,
+        guards=guards,
+        verifier=verifier,
+        aligner=aligner,
+        cross_encoder=cross_encoder,
+    )
     if veto is not None:
         return PairDecision(Decision.ACCEPTED, DecisionReason.NEW, similarity, None, veto)
     if aligner is not None:
@@ -110,4 +135,38 @@ def decide_pair(
         )
         if decision is Decision.ACCEPTED:
             return PairDecision(Decision.ACCEPTED, DecisionReason.NEW, similarity, None)
+    return PairDecision(decision, DecisionReason.SEMANTIC, similarity, threshold)
+
+
+def _rescue(
+    existing: str,
+    new: str,
+    similarity: float,
+    bands: Bands,
+    guards: bool,
+    aligner: PairAligner | None,
+    cross_encoder: CrossEncoderVerifier,
+) -> PairDecision:
+    """A pair in the rescue band: merged when no guard or alignment check vetoes
+    it and the cross-encoder finds the same fact (`MatchVetter._rescued`); a pair
+    it does not rescue is accepted without a veto, as below any band."""
+    accepted = PairDecision(Decision.ACCEPTED, DecisionReason.NEW, similarity, None)
+    existing = existing.strip()
+    if guards and check_pair(existing, new) is not None:
+        return accepted
+    alignment = aligner.check(existing, new) if aligner is not None else None
+    if alignment is not None and alignment.veto is not None:
+        return accepted
+    if not cross_encoder.judge_rescue(existing, new).same_fact:
+        return accepted
+    decision, threshold = Decision.MERGED, bands.rescue_threshold
+    if alignment is not None:
+        decision, threshold = bands.after_alignment(
+            decision,
+            threshold,
+            equivalent=alignment.equivalent,
+            detail_added=alignment.detail_added,
+        )
+        if decision is Decision.ACCEPTED:
+            return accepted
     return PairDecision(decision, DecisionReason.SEMANTIC, similarity, threshold)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from consumer.cli.rebuild import RebuildRefused, rebuild
-from consumer.settings import DedupSettings
+from consumer.settings import CrossEncoderSettings, DedupSettings
 from tests.integration.harness import (
     StoreFactory,
     event,
@@ -43,8 +43,16 @@ async def test_rebuild_with_stricter_thresholds_reports_what_changes(
     finally:
         await stores.close()
 
+    # Stricter bands and no cross-encoder: its rescue band reaches up to the merge
+    # threshold, so it would still merge the paraphrases below 0.99.
     strict = settings.model_copy(
-        update={"dedup": DedupSettings(duplicate_threshold=0.995, merge_threshold=0.99)}
+        update={
+            "dedup": DedupSettings(
+                duplicate_threshold=0.995,
+                merge_threshold=0.99,
+                cross_encoder=CrossEncoderSettings(enabled=False),
+            )
+        }
     )
     progress = io.StringIO()
     report = await rebuild(strict, target_collection="strict", progress=progress)

@@ -17,7 +17,7 @@ from aiokafka import AIOKafkaConsumer
 from consumer.cli.auditlog import ReviewRefused, read_log, send_review
 from consumer.cli.compact import load_state, run_compaction
 from consumer.domain.normalize import content_hash, memory_id_for, normalize_content
-from consumer.settings import Settings
+from consumer.settings import CrossEncoderSettings, Settings
 from schemas import (
     CommandStatus,
     MemoryDecisionEvent,
@@ -38,6 +38,15 @@ from tests.integration.harness import (
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 BANDS = {"duplicate_threshold": 0.96, "merge_threshold": 0.84}
+# Ingest bands no paraphrase reaches, with the cross-encoder off: its rescue band
+# reaches up to the merge threshold, so it would still merge paraphrases below it.
+NO_MERGES = {
+    "duplicate_threshold": 0.999,
+    "merge_threshold": 0.999,
+    "cross_encoder": {"enabled": False},
+}
+# The usual bands after such an ingest, the cross-encoder as by default.
+USUAL = {**BANDS, "cross_encoder": CrossEncoderSettings()}
 
 
 async def read_topic(settings: Settings, topic: str, at_least: int) -> list[dict[str, Any]]:
@@ -270,14 +279,14 @@ async def test_compaction_folds_clusters_with_guards_and_dry_run_changes_nothing
     ingest = make_settings(
         local_broker.bootstrap_servers,
         tmp_path,
-        dedup={"duplicate_threshold": 0.999, "merge_threshold": 0.999},
+        dedup=NO_MERGES,
         embedding={"same_subject": False},
         # The server stand-in is qdrant-client's local mode, shared with the consumer.
         **({"qdrant": {"location": ":memory:"}} if kind == "server" else {}),
     )
     settings = ingest.model_copy(
         update={
-            "dedup": ingest.dedup.model_copy(update=BANDS),
+            "dedup": ingest.dedup.model_copy(update=USUAL),
             "embedding": ingest.embedding.model_copy(update={"same_subject": True}),
         }
     )
@@ -378,12 +387,12 @@ async def test_periodic_compaction_inside_the_consumer(
     ingest = make_settings(
         local_broker.bootstrap_servers,
         tmp_path,
-        dedup={"duplicate_threshold": 0.999, "merge_threshold": 0.999},
+        dedup=NO_MERGES,
         embedding={"same_subject": False},  # every text a memory of its own, as written
     )
     settings = ingest.model_copy(
         update={
-            "dedup": ingest.dedup.model_copy(update=BANDS),
+            "dedup": ingest.dedup.model_copy(update=USUAL),
             "embedding": ingest.embedding.model_copy(update={"same_subject": True}),
             "compaction": ingest.compaction.model_copy(
                 update={"periodic": True, "min_memories": 2, "interval_s": 3600}

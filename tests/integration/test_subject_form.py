@@ -61,8 +61,13 @@ async def test_first_person_meets_the_stored_memory(
 async def test_without_it_the_first_person_climber_is_a_new_memory(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
+    # The cross-encoder off too: at cosine 0.75 it would rescue the pair (what
+    # tests/integration/test_cross_encoder.py checks); this test is the subject form's.
     settings = make_settings(
-        local_broker.bootstrap_servers, tmp_path, embedding={"same_subject": False}
+        local_broker.bootstrap_servers,
+        tmp_path,
+        embedding={"same_subject": False},
+        dedup={"cross_encoder": {"enabled": False}},
     )
     decisions = await decide(settings, real_embedder)
     assert only(decisions, "p1")["decision"] == "accepted"

@@ -1,0 +1,121 @@
+"""The cross-encoder pair verifier: one more judge of a semantic match, and a
+rescue of paraphrases just below the merge band.
+
+A cross-encoder reads both texts at once and answers P(same fact); it tells a
+paraphrase from a changed value far better than cosine, but alone it does not
+reach the precision the service needs. So it is used in two narrow ways (rule (d)
+of tools/eval_cross_encoder.py, chosen on the memory pairs' dev split only):
+
+- **veto**: a match that reached a band and that the guards, the alignment and
+  the gray-zone verifier allowed is kept apart when P(same fact) < `veto_below`;
+- **rescue**: when no match reached an allowed band, a candidate with cosine in
+  [`rescue_threshold`, merge threshold) that neither a guard nor the alignment
+  vetoes is merged (never skipped) when P(same fact) >= `rescue_from`.
+
+The model itself (onnxruntime and a tokenizer) lives in
+consumer.embedding.cross_encoder; the domain reaches it through
+:class:`PairScorer`. Verdicts never carry memory text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Final, Protocol
+
+from consumer.domain.verifier import Verdict
+
+__all__ = ["CROSS_ENCODER_SOURCE", "CrossEncoderVerifier", "PairScorer"]
+
+CROSS_ENCODER_SOURCE: Final = "cross-encoder"
+_CACHE_SIZE: Final = 4096
+
+
+class PairScorer(Protocol):
+    """P(same fact) for (existing, new) pairs of raw texts. Blocking (CPU-bound):
+    callers on the event loop run it in a worker thread."""
+
+    def probabilities(self, pairs: Sequence[tuple[str, str]]) -> list[float]: ...
+
+
+class CrossEncoderVerifier:
+    """The cross-encoder's veto (`judge`, `verify`: a `Verifier` and a
+    `PairJudge`) and its rescue (`rescues`, `judge_rescue`). Scores are cached per
+    pair, since a stored text meets many new ones and a batch asks twice."""
+
+    source = CROSS_ENCODER_SOURCE
+
+    def __init__(
+        self,
+        scorer: PairScorer,
+        *,
+        veto_below: float,
+        rescue_from: float,
+        cache_size: int = _CACHE_SIZE,
+    ) -> None:
+        for name, value in (("veto_below", veto_below), ("rescue_from", rescue_from)):
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be within 0..1, got {value}")
+        self._scorer = scorer
+        self._veto_below = veto_below
+        self._rescue_from = rescue_from
+        self._cache: OrderedDict[tuple[str, str], float] = OrderedDict()
+        self._cache_size = cache_size
+
+    @property
+    def veto_below(self) -> float:
+        return self._veto_below
+
+    @property
+    def rescue_from(self) -> float:
+        return self._rescue_from
+
+    def probability(self, existing: str, new: str) -> float:
+        """P(same fact) of one pair; blocking on a cache miss."""
+        key = (existing, new)
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+            return cached
+        (p,) = self._scorer.probabilities([key])
+        self._remember(key, p)
+        return p
+
+    def prime(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """Score, in one batched call, the pairs not yet cached (blocking)."""
+        missing = list(dict.fromkeys(p for p in pairs if p not in self._cache))
+        if missing:
+            for key, p in zip(missing, self._scorer.probabilities(missing), strict=True):
+                self._remember(key, p)
+
+    async def probability_async(self, existing: str, new: str) -> float:
+        """As `probability`, with a cache miss scored in a worker thread."""
+        cached = self._cache.get((existing, new))
+        if cached is not None:
+            return cached
+        return await asyncio.to_thread(self.probability, existing, new)
+
+    def judge(self, existing: str, new: str, similarity: float) -> Verdict:
+        """The veto of a band match: same fact unless P < veto_below."""
+        return self._verdict(self.probability(existing, new), self._veto_below)
+
+    async def verify(self, existing: str, new: str, similarity: float) -> Verdict:
+        return self._verdict(await self.probability_async(existing, new), self._veto_below)
+
+    def judge_rescue(self, existing: str, new: str) -> Verdict:
+        """Whether a pair below the merge band is the same fact: P >= rescue_from."""
+        return self._verdict(self.probability(existing, new), self._rescue_from)
+
+    async def rescues(self, existing: str, new: str) -> Verdict:
+        return self._verdict(await self.probability_async(existing, new), self._rescue_from)
+
+    def _verdict(self, p: float, cut: float) -> Verdict:
+        same = p >= cut
+        detail = f"P(same fact) {p:.3f} {'>=' if same else '<'} {cut:g}"
+        return Verdict(same, p, self.source, detail)
+
+    def _remember(self, key: tuple[str, str], p: float) -> None:
+        self._cache[key] = p
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)

@@ -1,0 +1,79 @@
+"""The cross-encoder end to end (local broker, real embedding model, the shipped
+cross-encoder, real parser, embedded store): a paraphrase just below the merge
+band is rescued and merged, and a band match it finds a different fact is kept
+apart with its veto recorded; with `dedup.cross_encoder.enabled` off, both go
+as before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.harness import (
+    StoreFactory,
+    decisions_by_event,
+    event,
+    make_settings,
+    only,
+    produce,
+    read_outputs,
+    running_consumer,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+STORED = [
+    event("s1", "User works remotely from home."),
+    event("s2", "User likes hiking in the Alps."),
+]
+FOLLOW_UP = [
+    # Same fact, cosine about 0.63 (below the 0.77 merge threshold); P(same) ~0.9.
+    event("p1", "The user's job is fully remote."),
+    # Another activity, cosine about 0.86 (merge band); no guard, alignment or
+    # local verifier veto; P(same) ~0.04.
+    event("p2", "User likes skiing in the Alps."),
+]
+
+
+async def decide(settings: Any, embedder: Any) -> dict[str, list[dict[str, Any]]]:
+    async with running_consumer(settings, embedder, await StoreFactory("edge", settings).open()):
+        await produce(settings, STORED)
+        await read_outputs(settings, at_least=len(STORED))
+        await produce(settings, FOLLOW_UP)
+        outputs = await read_outputs(settings, at_least=len(STORED) + len(FOLLOW_UP))
+    return decisions_by_event(outputs, settings)
+
+
+async def test_the_cross_encoder_rescues_a_paraphrase_and_vetoes_another_fact(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide(settings, real_embedder)
+
+    rescued = only(decisions, "p1")
+    assert rescued["decision"] == "merged", rescued
+    assert rescued["memory_id"] == only(decisions, "s1")["memory_id"]
+    assert rescued["threshold"] == 0.47
+    assert 0.47 <= rescued["similarity"] < 0.77
+
+    vetoed = only(decisions, "p2")
+    assert vetoed["decision"] == "accepted", vetoed
+    assert vetoed["memory_id"] != only(decisions, "s2")["memory_id"]
+    assert vetoed["guard"]["name"] == "verifier"
+    assert vetoed["guard"]["detail"].startswith("cross-encoder: P(same fact)")
+    assert vetoed["guard"]["memory_id"] == only(decisions, "s2")["memory_id"]
+
+
+async def test_without_it_the_paraphrase_is_new_and_the_other_fact_merged(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(
+        local_broker.bootstrap_servers, tmp_path, dedup={"cross_encoder": {"enabled": False}}
+    )
+    decisions = await decide(settings, real_embedder)
+    assert only(decisions, "p1")["decision"] == "accepted"
+    merged = only(decisions, "p2")
+    assert merged["decision"] == "merged", merged
+    assert merged["memory_id"] == only(decisions, "s2")["memory_id"]

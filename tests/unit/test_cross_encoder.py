@@ -1,0 +1,295 @@
+"""The cross-encoder: its verdicts and cache (a fake scorer), its veto and rescue in
+the engine and in the quality tools' rule, its settings, and the shipped model."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import pytest
+
+from consumer.app.factory import threshold_policy
+from consumer.domain.cross_verifier import CrossEncoderVerifier
+from consumer.domain.dedup import DedupEngine
+from consumer.domain.models import Outcome
+from consumer.domain.recent import RecentCache
+from consumer.domain.thresholds import Bands, ThresholdPolicy, lowest_band
+from consumer.domain.vetoes import GuardName
+from consumer.embedding.cross_encoder import CrossEncoderInfo, OnnxPairScorer
+from consumer.ports import MemoryStore
+from consumer.quality.evaluate import policy_from_settings
+from consumer.quality.rule import decide_pair
+from consumer.settings import CrossEncoderSettings, Settings
+from schemas import Decision, DecisionReason
+
+from .helpers import FIXED_NOW, FakeEmbedder, base_vector, make_candidate, unit_vector
+
+STORED = "User keeps bees."
+PARAPHRASE = "I keep bees."
+RESCUE_BANDS = Bands(duplicate_threshold=0.90, merge_threshold=0.80, rescue_threshold=0.47)
+
+
+class FakeScorer:
+    """P(same fact) chosen per pair (default 0.5); every call is recorded."""
+
+    def __init__(self, probabilities: dict[tuple[str, str], float] | None = None) -> None:
+        self.chosen = dict(probabilities or {})
+        self.calls: list[list[tuple[str, str]]] = []
+
+    def probabilities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        self.calls.append(list(pairs))
+        return [self.chosen.get(pair, 0.5) for pair in pairs]
+
+
+class ConstantScorer:
+    def __init__(self, p: float) -> None:
+        self.p = p
+
+    def probabilities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        return [self.p for _ in pairs]
+
+
+def cross(p: float) -> CrossEncoderVerifier:
+    """A cross-encoder with the default cuts that answers `p` for every pair."""
+    defaults = CrossEncoderSettings()
+    return CrossEncoderVerifier(
+        ConstantScorer(p), veto_below=defaults.veto_below, rescue_from=defaults.rescue_from
+    )
+
+
+# The verifier ----------------------------------------------------------------------
+
+
+def test_verdicts_name_the_cross_encoder_and_its_cut() -> None:
+    low, high = cross(0.03), cross(0.5)
+    vetoed = low.judge("a", "b", 0.9)
+    assert (vetoed.same_fact, vetoed.source) == (False, "cross-encoder")
+    assert vetoed.detail == "P(same fact) 0.030 < 0.07"
+    assert high.judge("a", "b", 0.9).same_fact
+    assert not cross(0.69).judge_rescue("a", "b").same_fact
+    assert cross(0.70).judge_rescue("a", "b").same_fact  # the cut is inclusive
+
+
+async def test_scores_are_cached_and_primed_in_one_call() -> None:
+    scorer = FakeScorer({("a", "b"): 0.9})
+    verifier = CrossEncoderVerifier(scorer, veto_below=0.07, rescue_from=0.34)
+    verifier.prime([("a", "b"), ("a", "c"), ("a", "b")])
+    assert scorer.calls == [[("a", "b"), ("a", "c")]]
+    assert (await verifier.verify("a", "b", 0.9)).probability == 0.9
+    assert verifier.judge("a", "c", 0.9).probability == 0.5
+    assert (await verifier.rescues("a", "d")).same_fact
+    assert scorer.calls[1:] == [[("a", "d")]]
+
+
+def test_the_cache_is_bounded() -> None:
+    scorer = FakeScorer()
+    verifier = CrossEncoderVerifier(scorer, veto_below=0.07, rescue_from=0.34, cache_size=2)
+    for new in ("b", "c", "d", "b"):
+        verifier.probability("a", new)
+    assert len(scorer.calls) == 4  # "b" was evicted by "d"
+
+
+def test_thresholds_must_be_probabilities() -> None:
+    with pytest.raises(ValueError, match="veto_below"):
+        CrossEncoderVerifier(FakeScorer(), veto_below=1.5, rescue_from=0.34)
+
+
+# The bands ------------------------------------------------------------------------
+
+
+def test_the_rescue_band_lies_below_the_merge_threshold() -> None:
+    assert RESCUE_BANDS.in_rescue_band(0.47)
+    assert RESCUE_BANDS.in_rescue_band(0.79)
+    assert not RESCUE_BANDS.in_rescue_band(0.80)
+    assert not RESCUE_BANDS.in_rescue_band(0.46)
+    assert not Bands(0.90, 0.80).in_rescue_band(0.6)
+    assert RESCUE_BANDS.lowest == 0.47
+    assert Bands(0.90, 0.80).lowest == 0.80
+    policy = ThresholdPolicy(default=Bands(0.9, 0.8), per_namespace={"n": RESCUE_BANDS})
+    assert lowest_band(policy) == pytest.approx(0.47 - 1e-6)
+    with pytest.raises(ValueError, match="rescue_threshold"):
+        Bands(0.9, 0.8, rescue_threshold=-0.1)
+
+
+# The engine -----------------------------------------------------------------------
+
+
+async def decide_after_stored(
+    store: MemoryStore,
+    embedder: FakeEmbedder,
+    new: str,
+    similarity: float,
+    cross_encoder: CrossEncoderVerifier | None,
+    bands: Bands = RESCUE_BANDS,
+) -> Outcome:
+    embedder.set(STORED, base_vector())
+    embedder.set(new, unit_vector(similarity, axis=1))
+    engine = DedupEngine(
+        store=store,
+        embedder=embedder,
+        policy=ThresholdPolicy(default=bands),
+        recent=RecentCache(ttl_s=300, max_entries=1000),
+        cross_encoder=cross_encoder,
+        clock=lambda: FIXED_NOW,
+    )
+    outcome: Outcome | None = None
+    for offset, text in enumerate((STORED, new)):
+        plan = await engine.decide(
+            0, [make_candidate(event_id=f"e{offset}", content=text, offset=offset)]
+        )
+        await store.write(0, list(plan.writes.values()), [])
+        engine.commit(plan)
+        outcome = plan.outcomes[0]
+    assert outcome is not None
+    return outcome
+
+
+async def test_a_paraphrase_below_the_band_is_rescued_and_merged(
+    store: MemoryStore, embedder: FakeEmbedder
+) -> None:
+    outcome = await decide_after_stored(store, embedder, PARAPHRASE, 0.6, cross(0.9))
+    assert (outcome.decision, outcome.reason) == (Decision.MERGED, DecisionReason.SEMANTIC)
+    assert outcome.threshold == 0.47
+    assert outcome.similarity == pytest.approx(0.6, abs=1e-4)
+
+
+async def test_without_the_cross_encoder_the_same_pair_is_accepted(
+    store: MemoryStore, embedder: FakeEmbedder
+) -> None:
+    outcome = await decide_after_stored(store, embedder, PARAPHRASE, 0.6, None)
+    assert outcome.decision is Decision.ACCEPTED
+
+
+async def test_a_pair_the_cross_encoder_does_not_rescue_is_accepted_without_a_veto(
+    store: MemoryStore, embedder: FakeEmbedder
+) -> None:
+    outcome = await decide_after_stored(store, embedder, PARAPHRASE, 0.6, cross(0.2))
+    assert outcome.decision is Decision.ACCEPTED
+    assert outcome.guard is None
+
+
+async def test_below_the_rescue_threshold_nothing_is_rescued(
+    store: MemoryStore, embedder: FakeEmbedder
+) -> None:
+    outcome = await decide_after_stored(store, embedder, PARAPHRASE, 0.40, cross(0.99))
+    assert outcome.decision is Decision.ACCEPTED
+
+
+async def test_a_guard_keeps_a_pair_apart_whatever_the_cross_encoder_says(
+    store: MemoryStore, embedder: FakeEmbedder
+) -> None:
+    outcome = await decide_after_stored(store, embedder, "User keeps 12 bees.", 0.6, cross(0.99))
+    assert outcome.decision is Decision.ACCEPTED
+
+
+async def test_a_rescue_merges_even_above_the_duplicate_cut_of_its_own(
+    store: MemoryStore, embedder: FakeEmbedder
+) -> None:
+    # Equivalent texts are skipped in the duplicate band; rescued, they merge.
+    outcome = await decide_after_stored(store, embedder, "The user keeps bees.", 0.79, cross(1.0))
+    assert outcome.decision is Decision.MERGED
+
+
+async def test_the_cross_encoder_vetoes_a_band_match(
+    store: MemoryStore, embedder: FakeEmbedder
+) -> None:
+    outcome = await decide_after_stored(store, embedder, PARAPHRASE, 0.85, cross(0.01))
+    assert outcome.decision is Decision.ACCEPTED
+    assert outcome.guard is not None
+    assert outcome.guard.veto.guard is GuardName.VERIFIER
+    assert outcome.guard.veto.detail.startswith("cross-encoder: P(same fact) 0.010 < 0.07")
+
+
+async def test_a_band_match_it_agrees_with_merges_at_the_merge_threshold(
+    store: MemoryStore, embedder: FakeEmbedder
+) -> None:
+    outcome = await decide_after_stored(store, embedder, PARAPHRASE, 0.85, cross(0.5))
+    assert (outcome.decision, outcome.threshold) == (Decision.MERGED, 0.80)
+
+
+# The quality tools' rule -------------------------------------------------------------
+
+
+def test_decide_pair_rescues_and_vetoes_as_the_engine() -> None:
+    rescued = decide_pair(STORED, PARAPHRASE, 0.6, RESCUE_BANDS, cross_encoder=cross(0.9))
+    assert (rescued.decision, rescued.threshold) == (Decision.MERGED, 0.47)
+    assert decide_pair(STORED, PARAPHRASE, 0.6, RESCUE_BANDS).decision is Decision.ACCEPTED
+    not_rescued = decide_pair(STORED, PARAPHRASE, 0.6, RESCUE_BANDS, cross_encoder=cross(0.2))
+    assert (not_rescued.decision, not_rescued.veto) == (Decision.ACCEPTED, None)
+    guarded = decide_pair(
+        STORED, "User keeps 12 bees.", 0.6, RESCUE_BANDS, cross_encoder=cross(0.99)
+    )
+    assert guarded.decision is Decision.ACCEPTED
+    vetoed = decide_pair(STORED, PARAPHRASE, 0.85, RESCUE_BANDS, cross_encoder=cross(0.01))
+    assert vetoed.decision is Decision.ACCEPTED
+    assert vetoed.veto is not None
+    assert vetoed.veto.detail.startswith("cross-encoder")
+    kept = decide_pair(STORED, PARAPHRASE, 0.85, RESCUE_BANDS, cross_encoder=cross(0.5))
+    assert kept.decision is Decision.MERGED
+
+
+# Settings --------------------------------------------------------------------------
+
+
+def test_settings_default_on_with_the_dev_split_thresholds() -> None:
+    settings = CrossEncoderSettings()
+    assert (settings.enabled, settings.veto_below, settings.rescue_from) == (True, 0.07, 0.70)
+    assert settings.rescue_threshold == 0.47
+    info = CrossEncoderInfo.read()
+    assert (info.veto_below, info.rescue_from, info.rescue_threshold) == (0.07, 0.70, 0.47)
+
+
+def test_off_means_no_rescue_band(monkeypatch: pytest.MonkeyPatch) -> None:
+    on = Settings()
+    assert threshold_policy(on).default.rescue_threshold == 0.47
+    assert policy_from_settings(on.dedup).default.rescue_threshold == 0.47
+    monkeypatch.setenv("MEMDEDUP_DEDUP__CROSS_ENCODER__ENABLED", "false")
+    off = Settings()
+    assert not off.dedup.cross_encoder.enabled
+    assert threshold_policy(off).default.rescue_threshold is None
+    assert policy_from_settings(off.dedup).default.rescue_threshold is None
+    assert lowest_band(threshold_policy(off)) == pytest.approx(off.dedup.merge_threshold - 1e-6)
+
+
+# The shipped model -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def scorer() -> OnnxPairScorer:
+    return OnnxPairScorer.load()
+
+
+def test_the_shipped_model_is_the_one_its_metadata_names() -> None:
+    info = CrossEncoderInfo.read()
+    assert hashlib.sha256(info.model_file.read_bytes()).hexdigest() == info.model_sha256
+    assert info.max_length == 96
+
+
+def test_the_shipped_model_tells_a_paraphrase_from_a_changed_value(
+    scorer: OnnxPairScorer,
+) -> None:
+    same, other_city, other_drink = scorer.probabilities(
+        [
+            ("User likes climbing.", "I like climbing."),
+            ("User lives in Paris", "User lives in Lyon"),
+            ("User drinks coffee every morning", "User enjoys green tea in the evening"),
+        ]
+    )
+    assert same >= 0.70
+    assert other_city < 0.07
+    assert other_drink < 0.70  # not rescued (docs/quality.md)
+
+
+def test_a_score_does_not_depend_on_the_pairs_scored_beside_it(
+    scorer: OnnxPairScorer,
+) -> None:
+    pairs = [
+        ("Staging runs in Frankfurt.", "Frankfurt is where staging runs."),
+        ("User has a cat", "User has a 3-year-old cat named Miso who sleeps on the sofa all day"),
+    ]
+    together = scorer.probabilities(pairs)
+    alone = [scorer.probabilities([pair])[0] for pair in pairs]
+    assert together == alone
+    # In one padded batch, the int8 model's dynamic quantization would blur them.
+    batched = OnnxPairScorer.load(batch_size=2)
+    assert batched.probabilities(pairs) == pytest.approx(alone, abs=0.05)
