@@ -52,7 +52,7 @@ import random
 import shutil
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -62,6 +62,9 @@ import numpy as np
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
+
+from consumer.domain.normalize import normalize_content  # noqa: E402
+from consumer.quality.pairs import split_of  # noqa: E402
 
 DEFAULT_DATASETS_DIR: Final = REPO_ROOT.parent / "shared" / "datasets"
 MEMORY_DIR: Final = REPO_ROOT / "bench" / "pairs" / "memory"
@@ -77,23 +80,6 @@ INT8_RECIPES: Final = {
 VARIANTS: Final = ("fp32", *INT8_RECIPES)
 # The MatMuls the project's embedding export keeps in fp32 (consumer onnx_export).
 KEEP_FP32: Final = ("intermediate/dense",)
-
-
-def _import_first(name: str, modules: Sequence[str]) -> Any:
-    """`name` from the first of `modules` that has it (the consumer package is
-    being reorganised; its modules move between subpackages)."""
-    for module in modules:
-        try:
-            return getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError):
-            continue
-    raise ImportError(f"{name} not found in {', '.join(modules)}")
-
-
-normalize_content: Callable[[str], str] = _import_first(
-    "normalize_content", ("consumer.domain.normalize", "consumer.engine.normalize")
-)
-split_of: Callable[[str], str] = _import_first("split_of", ("consumer.quality.pairs",))
 
 
 def packaged_model_path() -> Path:
