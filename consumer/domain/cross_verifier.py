@@ -8,9 +8,10 @@ of tools/eval_cross_encoder.py, chosen on the memory pairs' dev split only):
 
 - **veto**: a match that reached a band and that the guards, the alignment and
   the gray-zone verifier allowed is kept apart when P(same fact) < `veto_below`;
-- **rescue**: when no match reached an allowed band, a candidate with cosine in
-  [`rescue_threshold`, merge threshold) that neither a guard nor the alignment
-  vetoes is merged (never skipped) when P(same fact) >= `rescue_from`.
+- **rescue**: when no match reached an allowed band, the best candidate with
+  cosine in [`rescue_threshold`, merge threshold) that no guard vetoes is merged
+  (never skipped) when P(same fact) >= `rescue_from` and the alignment does not
+  veto it (consumer.domain.vetting; one model run per event at most).
 
 The model itself (onnxruntime and a tokenizer) lives in
 consumer.embedding.cross_encoder; the domain reaches it through

@@ -96,7 +96,9 @@ class DedupEngine:
             reviewed=reviewed or ReviewedPairs(),
             aligner=aligner,
             verifier=verifier,
-            full_matches_from=lowest_band(policy),
+            # Parses are primed for band matches only: a rescue candidate is parsed
+            # when the cross-encoder has found it the same fact.
+            full_matches_from=lowest_band(policy, rescue=False),
             cross_encoder=cross_encoder,
         )
         self._outcomes = OutcomeWriter(embedder=embedder, merger=merger, clock=clock)

@@ -81,9 +81,11 @@ class ThresholdPolicy:
         return self.per_namespace.get(namespace, self.default)
 
 
-def lowest_band(policy: ThresholdPolicy) -> float:
+def lowest_band(policy: ThresholdPolicy, *, rescue: bool = True) -> float:
     """The lowest similarity at which a match can be skipped into or merged into,
-    a cross-encoder rescue included (less a rounding margin): below it a match
-    counts only for its score."""
+    a cross-encoder rescue included unless `rescue` is false (less a rounding
+    margin): below it a match counts only for its score."""
     bands = [policy.default, *policy.per_namespace.values()]
+    if not rescue:
+        return min(min(b.duplicate_threshold, b.merge_threshold) for b in bands) - 1e-6
     return min(b.lowest for b in bands) - 1e-6

@@ -113,10 +113,11 @@ class MatchVetter:
         self, candidate: Candidate, matches: Sequence[ScoredMemory], bands: Bands
     ) -> tuple[ScoredMemory, Decision, float | None, Alignment | None] | None:
         """The best match below the merge band, at or above the rescue threshold,
-        that no reviewer, guard or alignment check keeps apart and that the
-        cross-encoder finds the same fact: merged (the namespace's detail policy
-        applies as for any merge). A match it does not rescue stays below the
-        band: it is no veto, and the next one is tried."""
+        that no reviewer or guard keeps apart, if the cross-encoder finds it the
+        same fact and the alignment does not veto it: merged (the namespace's
+        detail policy applies as for any merge). One candidate at most is asked
+        (one model run, one parse): a match not rescued stays below the band,
+        no veto."""
         if self._cross_encoder is None or bands.rescue_threshold is None:
             return None
         for match in matches:
@@ -129,12 +130,12 @@ class MatchVetter:
                 self._guards and check_pair(memory.content, candidate.event.content)
             ):
                 continue
-            alignment = await self._alignment(memory.content, candidate.event.content)
-            if alignment is not None and alignment.veto is not None:
-                continue
             verdict = await self._cross_encoder.rescues(memory.content, candidate.event.content)
             if not verdict.same_fact:
-                continue
+                return None
+            alignment = await self._alignment(memory.content, candidate.event.content)
+            if alignment is not None and alignment.veto is not None:
+                return None
             decision: Decision = Decision.MERGED
             threshold: float | None = bands.rescue_threshold
             if alignment is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
+import numpy as np
 import pytest
 
 from consumer.app.factory import threshold_policy
@@ -22,7 +23,7 @@ from consumer.quality.rule import decide_pair
 from consumer.settings import CrossEncoderSettings, Settings
 from schemas import Decision, DecisionReason
 
-from .helpers import FIXED_NOW, FakeEmbedder, base_vector, make_candidate, unit_vector
+from .helpers import DIMENSION, FIXED_NOW, FakeEmbedder, base_vector, make_candidate, unit_vector
 
 STORED = "User keeps bees."
 PARAPHRASE = "I keep bees."
@@ -112,6 +113,12 @@ def test_the_rescue_band_lies_below_the_merge_threshold() -> None:
 
 
 # The engine -----------------------------------------------------------------------
+
+
+def axis_vector(axis: int) -> np.ndarray:
+    vector = np.zeros(DIMENSION, dtype=np.float32)
+    vector[axis] = 1.0
+    return vector
 
 
 async def decide_after_stored(
@@ -293,3 +300,35 @@ def test_a_score_does_not_depend_on_the_pairs_scored_beside_it(
     # In one padded batch, the int8 model's dynamic quantization would blur them.
     batched = OnnxPairScorer.load(batch_size=2)
     assert batched.probabilities(pairs) == pytest.approx(alone, abs=0.05)
+
+
+async def test_only_the_best_rescue_candidate_is_asked(
+    store: MemoryStore, embedder: FakeEmbedder
+) -> None:
+    # Two stored memories in the rescue band; the cross-encoder would rescue the
+    # second, but one model run per event is the bound: the best one decides.
+    other = "User keeps wasps."
+    embedder.set(STORED, base_vector())
+    embedder.set(PARAPHRASE, unit_vector(0.6, axis=1))  # 0.6 with STORED
+    # 0.3 with STORED (a memory of its own), 0.5 with PARAPHRASE.
+    embedder.set(other, 0.3 * base_vector() + 0.4 * axis_vector(1) + 0.866 * axis_vector(2))
+    scorer = FakeScorer({(STORED, PARAPHRASE): 0.1, (other, PARAPHRASE): 0.99})
+    engine = DedupEngine(
+        store=store,
+        embedder=embedder,
+        policy=ThresholdPolicy(default=RESCUE_BANDS),
+        recent=RecentCache(ttl_s=300, max_entries=1000),
+        cross_encoder=CrossEncoderVerifier(scorer, veto_below=0.07, rescue_from=0.70),
+        clock=lambda: FIXED_NOW,
+    )
+    for offset, text in enumerate((STORED, other)):
+        plan = await engine.decide(
+            0, [make_candidate(event_id=f"e{offset}", content=text, offset=offset)]
+        )
+        await store.write(0, list(plan.writes.values()), [])
+        engine.commit(plan)
+    assert await store.count_memories(0) == 2
+    scorer.calls.clear()
+    plan = await engine.decide(0, [make_candidate(event_id="e9", content=PARAPHRASE, offset=9)])
+    assert plan.outcomes[0].decision is Decision.ACCEPTED
+    assert scorer.calls == [[(STORED, PARAPHRASE)]]
