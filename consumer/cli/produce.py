@@ -14,10 +14,8 @@ from aiokafka.errors import MessageSizeTooLargeError
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from consumer.errors import PermanentError
+from consumer.kafka.publisher import DEFAULT_MAX_REQUEST_BYTES
 from schemas import scope_key
-
-# The default of kafka.max_request_bytes (and of aiokafka's max_request_size).
-DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024
 
 
 def key_for(raw: bytes) -> bytes | None:

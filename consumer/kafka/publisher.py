@@ -41,6 +41,7 @@ PERMANENT_PUBLISH_ERRORS: tuple[type[BaseException], ...] = (
 # (content type, a correlation id). Generous, so an estimate never falls short.
 RECORD_OVERHEAD_BYTES = 512
 
+# The default of kafka.max_request_bytes (and of aiokafka's max_request_size).
 DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024
 
 
