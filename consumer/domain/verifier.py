@@ -19,6 +19,9 @@ Two verifiers:
   not the JSON asked for) it falls back to the local verifier.
 
 Verdicts never carry memory text; logs name content hashes only.
+
+One module because both verifiers answer with one `Verdict` (and its veto) and
+the LLM verifier falls back to the local one on every failure.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ import structlog
 from consumer.domain.chat import ChatEndpoint, ChatFailed
 from consumer.domain.guards import pair_signals, text_signals
 from consumer.domain.normalize import content_hash, normalize_content
-from consumer.domain.vetoes import GuardName
+from consumer.domain.vetoes import GuardName, GuardVeto
 from consumer.errors import MemdedupError
 
 if TYPE_CHECKING:
@@ -80,6 +83,12 @@ class Verdict:
     probability: float | None
     source: str
     detail: str
+
+    def veto(self) -> GuardVeto | None:
+        """ "Different fact" as a verifier veto naming its source; None when same."""
+        if self.same_fact:
+            return None
+        return GuardVeto(GuardName.VERIFIER, f"{self.source}: {self.detail}"[:_MAX_DETAIL])
 
 
 class Verifier(Protocol):

@@ -211,9 +211,7 @@ class MatchVetter:
         if self._verifier is None:
             return None
         verdict = await self._verifier.verify(memory.content, candidate.event.content, similarity)
-        if verdict.same_fact:
-            return None
-        return GuardVeto(GuardName.VERIFIER, f"{verdict.source}: {verdict.detail}"[:199])
+        return verdict.veto()
 
     async def _cross_encoder_veto(
         self, memory: MemoryRecord, candidate: Candidate
@@ -223,9 +221,7 @@ class MatchVetter:
         if self._cross_encoder is None:
             return None
         verdict = await self._cross_encoder.verify(memory.content, candidate.event.content, 0.0)
-        if verdict.same_fact:
-            return None
-        return GuardVeto(GuardName.VERIFIER, f"{verdict.source}: {verdict.detail}"[:199])
+        return verdict.veto()
 
     def _reviewed_veto(self, candidate: Candidate, memory: MemoryRecord) -> GuardVeto | None:
         if self._reviewed.separated(candidate.scope, candidate.content_hash, memory.content_hash):

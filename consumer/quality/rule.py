@@ -33,7 +33,7 @@ from consumer.domain.guards import check_pair
 from consumer.domain.normalize import content_hash, normalize_content
 from consumer.domain.thresholds import Bands
 from consumer.domain.verifier import PairJudge
-from consumer.domain.vetoes import GuardName, GuardVeto
+from consumer.domain.vetoes import GuardVeto
 from schemas import Decision, DecisionReason
 
 __all__ = ["PairDecision", "decide_pair", "is_exact", "pair_veto"]
@@ -77,13 +77,9 @@ def pair_veto(
     if veto is None and aligner is not None:
         veto = aligner.check(existing, new).veto
     if veto is None and verifier is not None:
-        verdict = verifier.judge(existing, new, similarity)
-        if not verdict.same_fact:
-            veto = GuardVeto(GuardName.VERIFIER, f"{verdict.source}: {verdict.detail}"[:199])
+        veto = verifier.judge(existing, new, similarity).veto()
     if veto is None and cross_encoder is not None:
-        verdict = cross_encoder.judge(existing, new, similarity)
-        if not verdict.same_fact:
-            veto = GuardVeto(GuardName.VERIFIER, f"{verdict.source}: {verdict.detail}"[:199])
+        veto = cross_encoder.judge(existing, new, similarity).veto()
     return veto
 
 
