@@ -84,6 +84,9 @@ class Word:
     tense: str  # "Past", "Pres", "Fut" or "" (verbs only)
     frame: str  # a modality frame governing this verb ("use", "plan", "will", ...)
     light: bool = False  # a light verb: aligned for its tense, never counted unmatched
+    # A verb whose subject takes the bare present ("I knit", "they read"): its
+    # bare form is present tense, whatever the tagger guessed.
+    bare_present: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,12 +113,21 @@ class Alignment:
         return self.veto is None and self.unmatched_existing == 0 and self.unmatched_new > 0
 
 
+_BARE_PRESENT_PRONOUNS: Final = frozenset({"i", "we", "you", "they"})
+_PRESENT_CONTRACTIONS: Final = frozenset({"'ve", "\u2019ve", "'m", "\u2019m", "'re", "\u2019re"})
+
+
 def _tense(token: Token) -> str:
     if any(child.lemma_ in {"will", "shall"} for child in token.children):
         return "Fut"
     for child in token.children:
+        if child.dep_ not in {"aux", "auxpass"}:
+            continue
+        if child.lower_ in _PRESENT_CONTRACTIONS:
+            return "Pres"  # "I've been married": the tagger gives "'ve" no tense
         tense = child.morph.get("Tense", [])
-        if child.dep_ in {"aux", "auxpass"} and tense:
+        # A past participle auxiliary ("been") carries no tense of the clause.
+        if tense and not (tense == ["Past"] and child.morph.get("VerbForm", []) == ["Part"]):
             return str(tense[0])
     values = token.morph.get("Tense", [])
     if values and token.morph.get("VerbForm", []) != ["Part"]:
@@ -227,9 +239,20 @@ def _words(doc: Doc) -> AlignedText:
                 tense=_tense(token) if verb else "",
                 frame=_frame(token) if verb else "",
                 light=light,
+                bare_present=verb and _takes_bare_present(token),
             )
         )
     return AlignedText(tuple(words))
+
+
+def _takes_bare_present(verb: Token) -> bool:
+    """Whether the verb's subject is "I", "we", "you", "they" or a plural."""
+    for child in verb.children:
+        if child.dep_ in {"nsubj", "nsubjpass"}:
+            return child.lower_ in _BARE_PRESENT_PRONOUNS or child.morph.get("Number", []) == [
+                "Plur"
+            ]
+    return False
 
 
 def _abbreviates(short: str, long: str) -> bool:
@@ -253,35 +276,39 @@ def _spelling_variant(a: str, b: str) -> bool:
     return SequenceMatcher(None, a, b).ratio() >= 0.8 and abs(len(a) - len(b)) <= 1
 
 
-def _same(a: Word, b: Word) -> bool:
+def _identical(a: Word, b: Word) -> bool:
+    return a.key == b.key or a.text == b.text
+
+
+def _variant(a: Word, b: Word) -> bool:
     return (
-        a.key == b.key
-        or a.text == b.text
-        or _abbreviates(a.key, b.key)
-        or _abbreviates(b.key, a.key)
-        or _spelling_variant(a.key, b.key)
+        _abbreviates(a.key, b.key) or _abbreviates(b.key, a.key) or _spelling_variant(a.key, b.key)
     )
 
 
 def _pairs(
     a: AlignedText, b: AlignedText
 ) -> tuple[list[tuple[Word, Word]], list[Word], list[Word]]:
-    """Greedy one-to-one alignment in text order; the unmatched words of each side."""
+    """Greedy one-to-one alignment in text order, identical words first, then
+    abbreviations and spellings among the rest (so "San" pairs with "San", not
+    with "Spanish"); the unmatched words of each side."""
     used: set[int] = set()
-    matched: list[tuple[Word, Word]] = []
-    left: list[Word] = []
-    for word in a.words:
-        partner = next(
-            (w for w in b.words if w.index not in used and _same(word, w)),
-            None,
-        )
-        if partner is None:
-            left.append(word)
-        else:
-            used.add(partner.index)
-            matched.append((word, partner))
+    partners: dict[int, Word] = {}
+    for same in (_identical, _variant):
+        for word in a.words:
+            if word.index in partners:
+                continue
+            partner = next(
+                (w for w in b.words if w.index not in used and same(word, w)),
+                None,
+            )
+            if partner is not None:
+                used.add(partner.index)
+                partners[word.index] = partner
+    matched = [(w, partners[w.index]) for w in a.words if w.index in partners]
+    left = [w for w in a.words if w.index not in partners and not w.light]
     right = [w for w in b.words if w.index not in used and not w.light]
-    return matched, [w for w in left if not w.light], right
+    return matched, left, right
 
 
 def _veto(kind: str, detail: str) -> GuardVeto:
@@ -311,7 +338,13 @@ def _judge(
             if x.frame != y.frame:
                 return _veto("time_change", f"'{x.key}': '{x.frame}' vs '{y.frame}'")
             # "quit" is past and present alike: only a changed form is a changed tense.
-            if x.tense and y.tense and x.tense != y.tense and x.text != y.text:
+            if (
+                x.tense
+                and y.tense
+                and x.tense != y.tense
+                and x.text != y.text
+                and not _agreement(x, y)
+            ):
                 return _veto("time_change", f"'{x.key}': {x.tense} vs {y.tense}")
     role = _role_change(matched)
     if role is not None:
@@ -329,6 +362,16 @@ def _judge(
     return None
 
 
+def _agreement(a: Word, b: Word) -> bool:
+    """ "knits" / "I knit", "reads" / "they read": the same present tense in the
+    third person and in a person whose present is the bare form (the tagger
+    often reads a bare "knit" or "read" as past tense). "which cost" stays past."""
+    if " " in a.text or " " in b.text:
+        return False
+    short, long = sorted((a, b), key=lambda w: len(w.text))
+    return short.bare_present and long.text in {short.text + "s", short.text + "es"}
+
+
 _MAX_SWAP: Final = 2
 _MODIFIER_DEPS: Final = frozenset({"amod", "compound", "nmod", "nummod", "advmod"})
 # Modifiers that place a fact in time: one on one side only changes when it holds.
@@ -337,6 +380,7 @@ _TIME_MODIFIERS: Final = frozenset(
      "upcoming", "prior", "recent", "recently", "formerly"}
 )  # fmt: skip
 _SWAP_POS: Final = frozenset({"VERB", "ADJ", "ADV"})
+_NOMINAL_DEPS: Final = frozenset({"pobj", "dobj", "nsubj", "nsubjpass", "attr", "acomp", "appos"})
 # Prepositions that reverse who gives and who receives, or the order of two things.
 _OPPOSED_PREPOSITIONS: Final = frozenset(
     {
@@ -357,7 +401,9 @@ def _kind(word: Word) -> str:
         return ""
     if word.dep in _MODIFIER_DEPS:
         return "modifier"  # "senior" / "staff" engineer, "health" / "dental" insurance
-    if word.pos in {"NOUN", "PROPN"}:
+    # The slot decides before the tag: "in Spanish" (tagged ADJ) and "in French"
+    # fill one; so do "is vegetarian" and "is vegan" (acomp / attr).
+    if word.pos in {"NOUN", "PROPN"} or word.dep in _NOMINAL_DEPS:
         return "name"
     if word.pos in _SWAP_POS:
         return word.pos
