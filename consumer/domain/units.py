@@ -1,11 +1,15 @@
 """Amounts with a unit, in one base unit per dimension, so that equal amounts
 written in other units compare equal: "8 weeks" / "56 days", "2 km" / "2,000 m",
-"500 MB" / "0.5 GB", "half an hour" / "30 minutes", "five years" / "60 months".
+"500 MB" / "0.5 GB", "half an hour" / "30 minutes", "five years" / "60 months",
+"0.3 seconds" / "300 ms", "three quarters of an hour" / "45 minutes"; and the
+currencies amounts are in ("$95" / "95 dollars", "40k EUR" / "€40,000").
 
 The numbers guard (consumer.domain.guards) compares the quantities of two texts
-as sets; `unit_amounts` gives, for each amount followed by a known unit, its
-plain value as the guard canonicalises it and the same amount in the base unit.
+as sets; `read_units` gives, for each amount followed by a known unit, its
+plain value as the guard canonicalises it and the same amount in the base unit,
+and the rates of one unit without a number ("every year", "a week", "daily").
 Only conversions that are exact are listed (a month is not a number of days).
+`currencies` names the currencies written next to a number.
 """
 
 from __future__ import annotations
@@ -15,7 +19,18 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Final
 
-__all__ = ["UnitAmount", "unit_amounts"]
+__all__ = [
+    "CURRENCY_SYMBOLS",
+    "CURRENCY_WORDS",
+    "UnitAmount",
+    "UnitReading",
+    "currencies",
+    "is_unit_word",
+    "may_have_rate_of_one",
+    "read_units",
+    "same_currencies",
+    "unit_amounts",
+]
 
 # unit word (singular, plural and short forms) -> (dimension, factor to base unit)
 _UNITS: Final[dict[str, tuple[str, Fraction]]] = {}
@@ -26,6 +41,7 @@ def _add(dimension: str, factor: Fraction, *names: str) -> None:
         _UNITS[name] = (dimension, factor)
 
 
+_add("minutes", Fraction(1, 60_000), "ms", "msec", "msecs", "millisecond", "milliseconds")
 _add("minutes", Fraction(1, 60), "second", "seconds", "sec", "secs", "s")
 _add("minutes", Fraction(1), "minute", "minutes", "min", "mins")
 _add("minutes", Fraction(60), "hour", "hours", "hr", "hrs", "h")
@@ -47,6 +63,12 @@ _add("bytes", Fraction(1000**2), "mb", "megabyte", "megabytes")
 _add("bytes", Fraction(1000**3), "gb", "gigabyte", "gigabytes")
 _add("bytes", Fraction(1000**4), "tb", "terabyte", "terabytes")
 
+# "daily" is "every day": one unit of a rate.
+_RATE_ADVERBS: Final[dict[str, str]] = {
+    "hourly": "hour", "daily": "day", "weekly": "week", "fortnightly": "fortnight",
+    "monthly": "month", "yearly": "year", "annually": "year",
+}  # fmt: skip
+
 _ONES: Final = (
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
     "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
@@ -63,6 +85,8 @@ _WORD_NUMBER: Final = (
     rf"(?:{_ONE_WORD})(?:[\s-]+(?:{_ONE_WORD}))?(?:[\s-]+hundred(?:[\s-]+(?:and[\s-]+)?"
     rf"(?:{_ONE_WORD})(?:[\s-]+(?:{_ONE_WORD}))?)?)?"
 )
+# "a quarter of", "three quarters of": how many quarters.
+_QUARTERS: Final[dict[str, int]] = {"a": 1, "one": 1, "two": 2, "three": 3}
 
 
 def _word_value(words: str) -> Fraction:
@@ -80,11 +104,34 @@ def _word_value(words: str) -> Fraction:
 
 _NUMBER: Final = r"\d+(?:,\d{3})*(?:\.\d+)?"
 _UNIT_NAMES: Final = "|".join(sorted(map(re.escape, _UNITS), key=len, reverse=True))
-# "2 km", "2,000m", "10-kilometre", "two weeks", "half an hour", "1.5 GB". Not
-# "a week": in "twice a week" it is a rate, not an amount.
-_AMOUNT_RE: Final = re.compile(
-    rf"(?<![\w.,])(?:(?P<half>half)\s+an?\s+|(?P<num>{_NUMBER})|(?P<word>{_WORD_NUMBER}))"
+# An amount: "2 km", "2,000m", "10-kilometre", "two weeks", "half an hour",
+# "1.5 GB", "a quarter of an hour", "three quarters of an hour". Not "a week":
+# in "twice a week" it is a rate, not an amount.
+_AMOUNT: Final = (
+    rf"(?:(?P<half>half)\s+(?:of\s+)?an?\s+"
+    rf"|(?:(?P<quarters>{'|'.join(_QUARTERS)})\s+)?quarters?\s+of\s+an?\s+"
+    rf"|(?P<num>{_NUMBER})|(?P<word>{_WORD_NUMBER}))"
+    rf"(?:\s*-\s*|\s*)(?P<unit>{_UNIT_NAMES})(?![\w])"
+)
+_AMOUNT_RE: Final = re.compile(rf"(?<![\w.,]){_AMOUNT}", re.IGNORECASE)
+# The same without "half" and "quarter", for the many texts that have neither.
+_WHOLE_AMOUNT_RE: Final = re.compile(
+    rf"(?<![\w.,])(?:(?P<num>{_NUMBER})|(?P<word>{_WORD_NUMBER}))"
     rf"(?:\s*-\s*|\s*)(?P<unit>{_UNIT_NAMES})(?![\w])",
+    re.IGNORECASE,
+)
+# The same, with the rates: an amount after "every", "each" or "per" ("every 12
+# months"), and a rate of one unit: "every year", "each week", "per hour", "a
+# day" (as in "twice a day"), "daily". Slower, so read only when needed.
+_RATED_RE: Final = re.compile(
+    rf"(?<![\w.,])(?:(?P<rate>every|each|per)\s+)?{_AMOUNT}"
+    rf"|(?<![\w.,])(?:every|each|per|an?)\s+(?P<one>{_UNIT_NAMES})(?![\w])"
+    rf"|(?<![\w.,-])(?P<adverb>{'|'.join(_RATE_ADVERBS)})(?![\w])",
+    re.IGNORECASE,
+)
+# Cheaper than _RATED_RE: whether a text may have a rate of one unit at all.
+_RATE_OF_ONE_HINT_RE: Final = re.compile(
+    rf"\b(?:(?:every|each|per|an?)\s+(?:{_UNIT_NAMES})|{'|'.join(_RATE_ADVERBS)})\b",
     re.IGNORECASE,
 )
 
@@ -92,10 +139,21 @@ _AMOUNT_RE: Final = re.compile(
 @dataclass(frozen=True, slots=True)
 class UnitAmount:
     """`plain`: the value as the numbers guard sees it ("2", "0.5", "" for a
-    word it does not count, like "a"); `base`: the amount in the base unit."""
+    word it does not count, like "a"); `base`: the amount in the base unit;
+    `rate`: written after "every", "each" or "per" ("every 12 months")."""
 
     plain: str
     base: str
+    rate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class UnitReading:
+    """A text's amounts with a unit, and its rates of one unit without a number
+    ("every year", "a week", "daily"), each as the unit in its base unit."""
+
+    amounts: tuple[UnitAmount, ...]
+    rates: tuple[str, ...]
 
 
 def _plain(value: Fraction) -> str:
@@ -104,26 +162,164 @@ def _plain(value: Fraction) -> str:
     return f"{float(value):g}"
 
 
-def unit_amounts(text: str) -> list[UnitAmount]:
-    """Every amount with a known unit in `text`."""
+def _unit_key(unit: str) -> str | None:
+    key = unit if unit in _UNITS else unit.lower()
+    return key if key in _UNITS else None
+
+
+def is_unit_word(word: str) -> bool:
+    """Whether `word` names a unit without digits before it ("hour", "km"; not "m")."""
+    key = _unit_key(word)
+    return key is not None and len(key) > 1
+
+
+def _base(value: Fraction, key: str) -> str:
+    dimension, factor = _UNITS[key]
+    return f"{_plain(value * factor)} {dimension}"
+
+
+def _amount(match: re.Match[str]) -> UnitAmount | None:
+    """The amount an `_AMOUNT` match holds, or None when it holds none."""
+    key = _unit_key(match.group("unit"))
+    if key is None:
+        return None
+    # Single letters are units only right after digits ("5 m", "2h"), never
+    # after a word ("a m", "one s").
+    if len(key) == 1 and match.group("num") is None:
+        return None
+    if match.re is not _WHOLE_AMOUNT_RE and match.group("half") is not None:
+        value, plain = Fraction(1, 2), ""
+    elif match.group("num") is not None:
+        value = Fraction(match.group("num").replace(",", ""))
+        plain = _plain(value)
+    elif match.group("word") is not None:
+        value = _word_value(match.group("word"))
+        plain = _plain(value)
+    else:  # quarters: "a quarter of", "three quarters of"
+        count = (match.group("quarters") or "a").lower()
+        value = Fraction(_QUARTERS[count], 4)
+        plain = "" if count == "a" else str(_QUARTERS[count])
+    rate = match.re is _RATED_RE and match.group("rate") is not None
+    return UnitAmount(plain, _base(value, key), rate)
+
+
+def read_units(text: str) -> UnitReading:
+    """Every amount with a known unit in `text`, each marked when it is a rate,
+    and every rate of one unit."""
     found: list[UnitAmount] = []
-    for match in _AMOUNT_RE.finditer(text):
-        unit = match.group("unit")
-        key = unit if unit in _UNITS else unit.lower()
-        if key not in _UNITS:
-            continue
-        # Single letters are units only right after digits ("5 m", "2h"), never
-        # after a word ("a m", "one s").
-        if len(key) == 1 and match.group("num") is None:
-            continue
-        if match.group("half") is not None:
-            value, plain = Fraction(1, 2), ""
-        elif match.group("num") is not None:
-            value = Fraction(match.group("num").replace(",", ""))
-            plain = _plain(value)
+    rates: list[str] = []
+    for match in _RATED_RE.finditer(text):
+        if match.group("adverb") is not None:
+            rates.append(_base(Fraction(1), _RATE_ADVERBS[match.group("adverb").lower()]))
+        elif match.group("one") is not None:
+            # "every year", "a week"; single letters are no units here ("a m").
+            key = _unit_key(match.group("one"))
+            if key is not None and len(key) > 1:
+                rates.append(_base(Fraction(1), key))
         else:
-            value = _word_value(match.group("word"))
-            plain = _plain(value)
-        dimension, factor = _UNITS[key]
-        found.append(UnitAmount(plain, f"{_plain(value * factor)} {dimension}"))
-    return found
+            amount = _amount(match)
+            if amount is not None:
+                found.append(amount)
+    return UnitReading(tuple(found), tuple(rates))
+
+
+def may_have_rate_of_one(text: str) -> bool:
+    """False when `text` has no rate of one unit ("every year", "daily"); a cheap
+    test before `read_units`."""
+    return _RATE_OF_ONE_HINT_RE.search(text) is not None
+
+
+def unit_amounts(text: str) -> list[UnitAmount]:
+    """Every amount with a known unit in `text` (none marked as a rate: see
+    `read_units`)."""
+    low = text.lower()
+    pattern = _AMOUNT_RE if "half" in low or "quarter" in low else _WHOLE_AMOUNT_RE
+    found = (_amount(match) for match in pattern.finditer(text))
+    return [amount for amount in found if amount is not None]
+
+
+# --- currencies ---
+
+_DOLLAR: Final = "$"  # a dollar of no named country
+_YEN_OR_YUAN: Final = "\u00a5"
+# What a currency that names no country may be.
+_FAMILIES: Final[dict[str, frozenset[str]]] = {
+    _DOLLAR: frozenset({"usd", "cad", "aud", "nzd", "hkd", "sgd", "mxn"}),
+    _YEN_OR_YUAN: frozenset({"jpy", "cny"}),
+}
+_CODES: Final = (
+    "usd", "eur", "gbp", "jpy", "chf", "cad", "aud", "inr", "nzd", "cny", "hkd", "sgd",
+    "sek", "nok", "dkk", "brl", "mxn",
+)  # fmt: skip
+# Symbols and words -> currency; a code is itself.
+_CURRENCY_NAMES: Final[dict[str, str]] = {
+    "$": _DOLLAR, "\u20ac": "eur", "\u00a3": "gbp", "\u00a5": _YEN_OR_YUAN, "\u20b9": "inr",
+    "us$": "usd", "ca$": "cad", "c$": "cad", "au$": "aud", "a$": "aud", "nz$": "nzd",
+    "hk$": "hkd", "s$": "sgd", "r$": "brl", "rs": "inr", "rs.": "inr",
+    "dollar": _DOLLAR, "dollars": _DOLLAR, "euro": "eur", "euros": "eur", "pound": "gbp",
+    "pounds": "gbp", "yen": "jpy", "yuan": "cny", "rmb": "cny", "rupee": "inr",
+    "rupees": "inr", "franc": "chf", "francs": "chf",
+    **{code: code for code in _CODES},
+}  # fmt: skip
+# For a cheap test before `currencies`: the symbols, and the words that name a
+# currency (lower case), one of which a text must hold to name a currency.
+CURRENCY_SYMBOLS: Final = "$\u20ac\u00a3\u00a5\u20b9"
+CURRENCY_WORDS: Final = frozenset(name for name in _CURRENCY_NAMES if name.isalpha())
+_SYMBOLS: Final = f"[{re.escape(CURRENCY_SYMBOLS)}]"
+_CURRENCY_WORDS: Final = "|".join(sorted(CURRENCY_WORDS, key=len, reverse=True))
+# A symbol, a code or a word: "$", "US$", "€", "EUR", "Rs.", "dollars".
+_CURRENCY_RE: Final = re.compile(
+    rf"(?<![^\W\d_])(?:(?:us|ca|c|au|a|nz|hk|s|r)\$|rs\.|(?:{_CURRENCY_WORDS})(?![^\W\d_]))"
+    rf"|{_SYMBOLS}",
+    re.IGNORECASE,
+)
+# A number right after a symbol or code: "$95", "US$ 5", "EUR 40,000", "Rs. 500".
+_NUMBER_AFTER_RE: Final = re.compile(r"\s?\d")
+# A number right before a currency: "95 EUR", "40k EUR", "95€", "forty dollars",
+# "5 million euros", "a 10-dollar bill".
+_NUMBER_BEFORE_RE: Final = re.compile(
+    rf"(?:\d|(?<![\w])(?:{_ONE_WORD}|hundred|thousand|million|billion))"
+    r"(?:\s*(?:k|mn|m|bn|thousand|million|billion))?\s*-?\s*$",
+    re.IGNORECASE,
+)
+_OF_RE: Final = re.compile(r"\s+of\b", re.IGNORECASE)
+_LOOK_BACK: Final = 40  # characters before a currency where its number may be
+
+
+def currencies(text: str) -> frozenset[str]:
+    """The currencies written next to a number in `text`: ISO codes in lower
+    case ("usd", "eur"), "$" for a dollar of no named country ("$5", "5
+    dollars") and "¥" for yen or yuan. "5 pounds" is a currency here, but
+    not "5 pounds of" or "5-pound"."""
+    found: set[str] = set()
+    for match in _CURRENCY_RE.finditer(text):
+        name, start = match.group(0).lower(), match.start()
+        number_after = (not name.isalpha() or name in _CODES or name == "rs") and bool(
+            _NUMBER_AFTER_RE.match(text, match.end())
+        )
+        if not number_after and not _NUMBER_BEFORE_RE.search(
+            text, max(0, start - _LOOK_BACK), start
+        ):
+            continue
+        if name in ("pound", "pounds") and (
+            text[start - 1] == "-" or _OF_RE.match(text, match.end())
+        ):
+            continue  # "a 600-pound altar", "1,200 pounds of beef": a weight
+        found.add(_CURRENCY_NAMES[name])
+    return frozenset(found)
+
+
+def _covered(a: frozenset[str], b: frozenset[str]) -> bool:
+    for currency in a:
+        if currency in b or _FAMILIES.get(currency, frozenset()) & b:
+            continue  # the same, or "$" / "usd"
+        if any(currency in _FAMILIES.get(other, frozenset()) for other in b):
+            continue  # "usd" / "$"
+        return False
+    return True
+
+
+def same_currencies(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Whether two texts' currencies can be the same: a "$" is any dollar
+    ("$" / "CAD"), while "USD" / "CAD" differ."""
+    return _covered(a, b) and _covered(b, a)

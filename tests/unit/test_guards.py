@@ -417,3 +417,57 @@ def test_pair_signals_count_what_the_guards_see() -> None:
     same = pair_signals("User lives in Paris", "I live in Paris")
     assert (same.quantities_differ, same.cues_differ, same.relations_differ) == (0, 0, 0)
     assert same.veto is None
+
+
+# --- numbers: ranges, times sharing am/pm, quarters, "half a" ---
+
+FORMATS_PASS = [
+    ("User is planning a trip to Kyoto from April 3 to April 10 next spring.",
+     "Kyoto trip planned: Apr 3-10 next spring"),
+    ("User is in Lisbon from 3 to 10 May.", "User is in Lisbon May 3-10."),
+    ("User is in Lisbon from 3 to 10 May.", "User is in Lisbon May 3\u201310."),
+    ("The contract ran from 2019 to 2023.", "The contract ran 2019-2023."),
+    ("Pottery class is from 1 to 4 PM.", "Pottery class is from 13:00 to 16:00."),
+    ("Swim lessons are on Saturdays from 10:00 to 10:45 AM.", "Swim lessons: Sat 10-10:45am"),
+    ("The clinic is open 9 until 11 a.m.", "The clinic is open 9:00-11:00."),
+    ("Lunch break is 11 to 1 pm.", "Lunch break is from 11am to 1pm."),
+    ("The team decided to migrate CI to GitHub Actions in Q3.",
+     "The team decided to migrate CI to GitHub Actions in the third quarter."),
+    ("The audit is due in the 4th quarter of 2026.", "The audit is due in Q4 2026."),
+    ("The cat gets half a tablet of thyroid medication twice a day.",
+     "Twice daily, our cat is given 0.5 of a thyroid tablet."),
+    ("User eats half an apple at lunch.", "User eats half of an apple at lunch."),
+]  # fmt: skip
+FORMATS_VETO = [
+    ("User is in Lisbon from 3 to 10 May.", "User is in Lisbon May 3-11."),
+    ("The match ended 3-1.", "The match ended 1-3."),  # a score keeps its order
+    ("Pottery class is from 1 to 4 PM.", "Pottery class is from 13:00 to 17:00."),
+    ("Pottery class is from 1 to 4 PM.", "Pottery class is from 01:00 to 04:00."),
+    ("Swim lessons: Sat 10-10:45am", "Swim lessons: Sat 10-10:45pm"),
+    ("The team will migrate CI in Q3.", "The team will migrate CI in the fourth quarter."),
+    ("The cat gets half a tablet twice a day.", "The cat gets one tablet twice a day."),
+    ("The cat gets half a tablet twice a day.", "The cat gets a tablet twice a day."),
+]
+
+
+@pytest.mark.parametrize(("existing", "new"), FORMATS_PASS)
+def test_equal_quantities_in_other_formats_pass(existing: str, new: str) -> None:
+    assert check_pair(existing, new) is None
+    assert check_pair(new, existing) is None
+
+
+@pytest.mark.parametrize(("existing", "new"), FORMATS_VETO)
+def test_other_quantities_in_those_formats_veto(existing: str, new: str) -> None:
+    for a, b in ((existing, new), (new, existing)):
+        veto = check_pair(a, b)
+        assert veto is not None, (a, b)
+        assert veto.guard.value == "numbers", (a, b, veto)
+
+
+def test_time_range_detail_names_the_shared_half_of_the_day() -> None:
+    veto = check_pair("Class is from 1 to 4 PM.", "Class is from 13:00 to 17:00.")
+    assert veto is not None
+    assert veto.detail == "numbers differ: {'16:00'} vs {'17:00'}"
+    quarter = check_pair("Launch in Q3.", "Launch in the fourth quarter.")
+    assert quarter is not None
+    assert quarter.detail == "numbers differ: {'q3'} vs {'q4'}"

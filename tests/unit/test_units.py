@@ -1,12 +1,12 @@
-"""Amounts with units in base units (consumer.domain.units), and what the
-numbers guard makes of them. Sentences are written for these tests."""
+"""Amounts with units in base units, rates and currencies (consumer.domain.units),
+and what the numbers guard makes of them. Sentences are written for these tests."""
 
 from __future__ import annotations
 
 import pytest
 
 from consumer.domain.guards import GuardName, check_pair
-from consumer.domain.units import unit_amounts
+from consumer.domain.units import currencies, read_units, same_currencies, unit_amounts
 
 
 @pytest.mark.parametrize(
@@ -20,6 +20,11 @@ from consumer.domain.units import unit_amounts
         ("a streak of four-hundred days", ["400 days"]),
         ("twenty-five years", ["300 months"]),
         ("drinks 2,000 ml", ["2 litres"]),
+        ("an SLO of 0.3 seconds", ["0.005 minutes"]),
+        ("an SLO of 300 ms", ["0.005 minutes"]),
+        ("a 250-millisecond timeout", ["0.00416667 minutes"]),
+        ("lasts a quarter of an hour", ["15 minutes"]),
+        ("runs three quarters of an hour", ["45 minutes"]),
         ("twice a week", []),  # a rate, not an amount
         ("moved to a new flat", []),
     ],
@@ -42,6 +47,28 @@ def test_amounts_in_base_units(text: str, bases: list[str]) -> None:
         ("Bins go out every Thu evening.", "Bins go out every Thursday evening."),
         ("Rent is $1,200/month.", "Rent is $1,200 a month."),
         ("Salary: $95k/year", "Salary is $95,000 per year"),
+        (
+            "The public API's p99 latency SLO is 0.3 seconds.",
+            "The public API has a p99 latency SLO of 300 ms.",
+        ),
+        (
+            "Daily standup is at 9:30 am and lasts 15 minutes.",
+            "Daily standup is at 09:30 and lasts a quarter of an hour.",
+        ),
+        (
+            "Piano lessons are on Thursdays and last 45 minutes.",
+            "Piano lessons happen Thursdays and run three quarters of an hour.",
+        ),
+        (
+            "The water heater should be flushed again every 12 months.",
+            "The water heater should be flushed again every year.",
+        ),
+        ("Water the ferns every 7 days.", "Water the ferns once a week."),
+        ("Water the ferns every 2 weeks.", "Water the ferns fortnightly."),
+        ("The domain renews every twelve months.", "The domain renews annually."),
+        # Rates with the same numbers on both sides stay equal as before.
+        ("User runs 5 km a day.", "User runs 5 km daily."),
+        ("User swims twice a week.", "User swims 2 times per week."),
     ],
 )
 def test_equal_amounts_in_other_forms_pass(existing: str, new: str) -> None:
@@ -58,9 +85,123 @@ def test_equal_amounts_in_other_forms_pass(existing: str, new: str) -> None:
         ("Choir practice is every Tuesday.", "Choir practice is every other Tuesday."),
         ("The lease ends on 2027-03-04.", "The lease ends on 2027-04-03."),
         ("The sauna session lasts half an hour.", "The sauna session lasts 3 hours."),
+        (
+            "The public API's p99 latency SLO is 0.3 seconds.",
+            "The public API has a p99 latency SLO of 30 ms.",
+        ),
+        ("Standup lasts 15 minutes.", "Standup lasts three quarters of an hour."),
+        ("Standup lasts 45 minutes.", "Standup lasts a quarter of an hour."),
+        ("Flush the water heater every 6 months.", "Flush the water heater every year."),
+        ("Water the ferns every 5 days.", "Water the ferns every week."),
+        # A rate of one unit only makes amounts equal: daily is not weekly, and
+        # a rate is not a time ago.
+        ("User trains 7 days a week.", "User trains every week."),
+        ("User visits Rome every year.", "User visited Rome 12 months ago."),
+        ("Water the ferns daily.", "Water the ferns every 24 hours."),
     ],
 )
 def test_different_amounts_veto(existing: str, new: str) -> None:
-    veto = check_pair(existing, new)
+    for a, b in ((existing, new), (new, existing)):
+        veto = check_pair(a, b)
+        assert veto is not None, (a, b)
+        assert veto.guard is GuardName.NUMBERS
+
+
+@pytest.mark.parametrize(
+    ("text", "rates", "rated"),
+    [
+        ("flush it every year", ["12 months"], []),
+        ("twice a week", ["7 days"], []),
+        ("billed monthly, checked each day", ["1 months", "1 days"], []),
+        ("every 12 months", [], ["12 months"]),
+        ("runs 5 km per hour", ["60 minutes"], []),
+        ("waited 5 km and a m", [], []),  # single letters are no units without digits
+    ],
+)
+def test_rates_of_one_unit_and_rated_amounts(text: str, rates: list[str], rated: list[str]) -> None:
+    reading = read_units(text)
+    assert list(reading.rates) == rates
+    assert [amount.base for amount in reading.amounts if amount.rate] == rated
+
+
+# --- currencies ---
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("freelances at $95 per hour", {"$"}),
+        ("freelances at \u20ac95 per hour", {"eur"}),
+        ("a budget of 40k EUR", {"eur"}),
+        ("a budget of EUR 40,000", {"eur"}),
+        ("pays 4,800 dollars annually", {"$"}),
+        ("costs forty euros", {"eur"}),
+        ("a \u00a3250 deposit", {"gbp"}),
+        ("Rs. 500 a month", {"inr"}),
+        ("US$5 here and C$7 there", {"usd", "cad"}),
+        ("costs 5 USD", {"usd"}),
+        ("costs 5 CHF", {"chf"}),
+        ("has prices in EUR", set()),  # no number next to it
+        ("a dollar for luck", set()),
+        ("shipped 1,200 pounds of flour", set()),  # a weight
+        ("has 3 cats", set()),
+    ],
+)
+def test_currencies_next_to_a_number(text: str, expected: set[str]) -> None:
+    assert currencies(text) == expected
+
+
+def test_a_dollar_sign_is_any_dollar() -> None:
+    assert same_currencies(frozenset({"$"}), frozenset({"cad"}))
+    assert same_currencies(frozenset({"usd"}), frozenset({"$"}))
+    assert not same_currencies(frozenset({"usd"}), frozenset({"cad"}))
+    assert not same_currencies(frozenset({"$"}), frozenset({"eur"}))
+    assert not same_currencies(frozenset({"$"}), frozenset({"$", "eur"}))
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        (
+            "User pays $4,800 a year for insurance.",
+            "User pays 4,800 dollars annually for insurance.",
+        ),
+        ("The project has a budget of 40k EUR.", "The project has a budget of \u20ac40,000."),
+        ("User's budget is $5.", "User's budget is 5."),  # a currency on one side only
+        ("The fee is $5.", "The fee is 5 CAD."),
+        ("The fee is 50 euros.", "The fee is \u20ac50."),
+        ("User owes Tom 50 euros.", "User owes Tom EUR 50."),
+    ],
+)
+def test_same_currency_in_other_forms_passes(existing: str, new: str) -> None:
+    assert check_pair(existing, new) is None
+    assert check_pair(new, existing) is None
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        (
+            "User freelances at $95 per hour for DevOps consulting.",
+            "User freelances at \u20ac95 per hour for DevOps consulting.",
+        ),
+        ("The fee is 100 USD.", "The fee is 100 CAD."),
+        ("The deposit is \u00a3250.", "The deposit is 250 euros."),
+        ("The deposit is 250 francs.", "The deposit is 250 rupees."),
+    ],
+)
+def test_changed_currency_vetoes(existing: str, new: str) -> None:
+    for a, b in ((existing, new), (new, existing)):
+        veto = check_pair(a, b)
+        assert veto is not None, (a, b)
+        assert veto.guard.value == "numbers"
+        assert veto.detail.startswith("currency differs: ")
+
+
+def test_currency_detail_names_the_currencies() -> None:
+    veto = check_pair("User freelances at $95 per hour.", "User freelances at \u20ac95 per hour.")
     assert veto is not None
-    assert veto.guard is GuardName.NUMBERS
+    assert veto.detail == "currency differs: {'$'} vs {'eur'}"
+    codes = check_pair("The fee is 100 USD.", "The fee is 100 CAD.")
+    assert codes is not None
+    assert codes.detail == "currency differs: {'usd'} vs {'cad'}"

@@ -8,9 +8,12 @@ from typing import Final
 
 from consumer.domain.guards.text import _SENTINEL
 
-# "9am", "9 am", "9:30 pm", "9.30pm", "9 a.m.", "9 AM".
+# "9am", "9 am", "9:30 pm", "9.30pm", "9 a.m.", "9 AM"; with the start of a
+# range that shares the am/pm (groups 1-2): "1 to 4 pm", "10-10:45am", "9 until 11 a.m.".
 _TIME_12_RE: Final = re.compile(
-    r"(?<![\w:.])(\d{1,2})(?:[:.](\d{2}))?\s*([ap])\.?\s?m\b\.?", re.IGNORECASE
+    r"(?<![\w:.])(?:(\d{1,2})(?::(\d{2}))?(?:\s*[-\u2013]\s*|\s+(?:to|until|till)\s+))?"
+    r"(\d{1,2})(?:[:.](\d{2}))?\s*([ap])\.?\s?m\b\.?",
+    re.IGNORECASE,
 )
 # "6 in the morning", "7 o'clock in the evening", "10 at night".
 _TIME_DAYPART_RE: Final = re.compile(
@@ -67,6 +70,21 @@ def _twelve_hour(hour: int, minute: int, pm: bool) -> str:
     if 1 <= hour <= 12:
         hour = hour % 12 + (12 if pm else 0)
     return _clock(hour, minute)
+
+
+def _range_start(match: re.Match[str]) -> str:
+    """The start of a range `_TIME_12_RE` matched: "1 to 4 pm" starts at 13:00,
+    and a start after the end in the same half of the day is in the other half
+    ("11 to 1 pm" starts at 11:00). A start that is no hour of a 12-hour clock
+    stays as written: "13:30 to 4 pm" (13:30), "08:00 to 5 pm" (08:00), "0 to 4 pm" (0)."""
+    start, start_minute = match.group(1), int(match.group(2) or 0)
+    hour, end_hour, end_minute = int(start), int(match.group(3)), int(match.group(4) or 0)
+    if start.startswith("0") or not (1 <= hour <= 12 and 1 <= end_hour <= 12):
+        return str(hour) if match.group(2) is None else _clock(hour, start_minute)
+    pm = match.group(5).lower() == "p"
+    if (hour % 12, start_minute) > (end_hour % 12, end_minute):
+        pm = not pm
+    return _twelve_hour(hour, start_minute, pm)
 
 
 def _date_parts(token: str) -> list[str]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Final
 
 from consumer.domain.guards.dates import (
@@ -20,10 +21,20 @@ from consumer.domain.guards.dates import (
     _calendar_word,
     _clock,
     _date_parts,
+    _range_start,
     _twelve_hour,
 )
 from consumer.domain.guards.text import _MAX_DETAIL, _SENTINEL
-from consumer.domain.units import unit_amounts
+from consumer.domain.units import (
+    CURRENCY_SYMBOLS,
+    CURRENCY_WORDS,
+    currencies,
+    is_unit_word,
+    may_have_rate_of_one,
+    read_units,
+    same_currencies,
+    unit_amounts,
+)
 from consumer.domain.vetoes import GuardName, GuardVeto
 
 _SENTINEL_PAD: Final = f" {_SENTINEL} "
@@ -45,6 +56,15 @@ _DECIMAL_RE: Final = re.compile(r"\d+(?:\.\d+)+")
 _VERSION_RE: Final = re.compile(r"v(\d+(?:\.\d+)*)")
 _UNIT_NUMBER_RE: Final = re.compile(r"(\d+(?:\.\d+)?)([^\W\d_]{1,3})")
 _DIGIT_SPLIT_RE: Final = re.compile(r"[-_./]")
+# "3-10" (as in "May 3-10"), "1980/1981": a range of two numbers, not one token
+# (only when ascending: "6-2", "24/7" stay one token, as scores and votes).
+_NUMBER_RANGE_RE: Final = re.compile(r"(\d{1,4})[-/](\d{1,4})")
+# "Q3" = "third quarter" = "3rd quarter".
+_QUARTER_RE: Final = re.compile(
+    r"(?<![\w-])(?:([1-4])(?:st|nd|rd|th)|(first|second|third|fourth))[\s-]+quarter\b",
+    re.IGNORECASE,
+)
+_ORDINALS: Final[dict[str, int]] = {"first": 1, "second": 2, "third": 3, "fourth": 4}
 _NUMBER_COMPOUND_RE: Final = re.compile(r"(\d+(?:\.\d+)?)(k?)[-/](?:[a-z]+(?:-[a-z]+)*)")
 
 _ID_JOINERS_RE: Final = re.compile(r"[-_]")
@@ -80,13 +100,13 @@ _NOT_NUMBER_BEFORE_ONE: Final = frozenset(
 _NOT_ORDINAL_BEFORE_SECOND: Final = frozenset({"a", "per", "each", "split"})
 
 _URL_HINT_RE: Final = re.compile(r"https?://|www\.", re.IGNORECASE)
-# Amounts without a digit or number word: "half an hour", "a week".
-_UNIT_HINT_RE: Final = re.compile(r"\bhalf\s+an?\s", re.IGNORECASE)
+# Amounts without a digit or number word: "half an hour", "a quarter of an hour".
+_UNIT_HINT_RE: Final = re.compile(r"\b(?:half|quarters?)\s+(?:of\s+)?an?\s", re.IGNORECASE)
 _HAS_DIGIT_RE: Final = re.compile(r"\d")
 # Every word the word-level pass could turn into a quantity; when none occurs it is skipped.
 _QUANTITY_VOCABULARY: Final = frozenset(
     {*_NUMBER_WORDS, *_WEEKDAYS, *_WEEKDAYS_EXTRA, *_MONTHS, *_ABBREVIATIONS, *_DAYPART_TIMES,
-     "may"}
+     "may", "half"}
     | {f"{day}s" for day in (*_WEEKDAYS, *_WEEKDAYS_EXTRA)}
 )  # fmt: skip
 
@@ -126,27 +146,82 @@ def _canonical_digit_token(token: str) -> str:
     return _ID_JOINERS_RE.sub("", low)
 
 
+def _number_range(token: str) -> list[str]:
+    """A range of two numbers as both: "3-10" gives [3, 10]; empty for anything else."""
+    number_range = _NUMBER_RANGE_RE.fullmatch(token) if len(token) <= 9 else None
+    if number_range is None:
+        return []
+    low, high = (int(number) for number in number_range.groups())
+    return [str(low), str(high)] if low < high else []
+
+
 @dataclass(frozen=True, slots=True)
 class _Quantities:
     """A text's quantities as written (canonical forms), and the same with each
-    amount of a known unit in its base unit ("two weeks" -> "14 days")."""
+    amount of a known unit in its base unit ("two weeks" -> "14 days"); the
+    currencies next to its numbers; the text, for the rates read only when the
+    amounts differ (`_with_rates`)."""
 
     raw: frozenset[str]
     in_units: frozenset[str]
     has_units: bool
+    currencies: frozenset[str]
+    text: str = field(repr=False)
+
+
+def _unit_hint(text: str) -> bool:
+    """Whether a text without numbers may have an amount ("half an hour")."""
+    low = text.lower()
+    return ("half" in low or "quarter" in low) and _UNIT_HINT_RE.search(text) is not None
 
 
 def _quantities(text: str) -> _Quantities:
-    raw = _extract_quantities(text)
-    amounts = unit_amounts(text) if raw or _UNIT_HINT_RE.search(text) else []
+    raw, words = _read_quantities(text)
+    amounts = unit_amounts(text) if raw or _unit_hint(text) else []
+    named = any(symbol in text for symbol in CURRENCY_SYMBOLS) or not words.isdisjoint(
+        CURRENCY_WORDS
+    )
+    money = currencies(text) if raw and named else frozenset()
     if not amounts:
-        return _Quantities(raw, raw, False)
+        return _Quantities(raw, raw, False, money, text)
     plain = {amount.plain for amount in amounts if amount.plain}
-    return _Quantities(raw, (raw - plain) | {amount.base for amount in amounts}, True)
+    in_units = (raw - plain) | {amount.base for amount in amounts}
+    return _Quantities(raw, in_units, True, money, text)
+
+
+def _same_with_rates(qa: _Quantities, qb: _Quantities) -> bool:
+    """Whether the quantities are the same once a rate of one unit counts as
+    one unit ("every year" / "every 12 months"), when one text has such a rate."""
+    # Rates change only the amounts with a unit, written with a space ("12 months").
+    if {q for q in qa.in_units if " " not in q} != {q for q in qb.in_units if " " not in q}:
+        return False
+    if not (may_have_rate_of_one(qa.text) or may_have_rate_of_one(qb.text)):
+        return False
+    rates_a, one_a = _with_rates(qa.text, qa.raw)
+    rates_b, one_b = _with_rates(qb.text, qb.raw)
+    return (one_a or one_b) and rates_a == rates_b
+
+
+@lru_cache(maxsize=1024)
+def _with_rates(text: str, raw: frozenset[str]) -> tuple[frozenset[str], bool]:
+    """The quantities with every rate written "per <amount in base unit>", a rate
+    of one unit included ("every year" and "every 12 months" give "per 12
+    months"); and whether the text has such a rate of one unit."""
+    reading = read_units(text)
+    plain = {amount.plain for amount in reading.amounts if amount.plain}
+    rated = {f"per {a.base}" if a.rate else a.base for a in reading.amounts}
+    ones = {f"per {base}" for base in reading.rates}
+    return frozenset((raw - plain) | rated | ones), bool(ones)
 
 
 def _extract_quantities(text: str) -> frozenset[str]:
     """Every number, time, date, weekday, month and identifier in ``text``, canonicalised."""
+    return _read_quantities(text)[0]
+
+
+def _read_quantities(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """`_extract_quantities`, and the words left once the quantities with digits
+    are taken out, in lower case."""
     found: list[str] = []
 
     def url(match: re.Match[str]) -> str:
@@ -154,9 +229,16 @@ def _extract_quantities(text: str) -> frozenset[str]:
         found.append(_SCHEME_RE.sub("", value).rstrip("/"))
         return _SENTINEL_PAD
 
+    def quarter(match: re.Match[str]) -> str:
+        number = match.group(1) or str(_ORDINALS[match.group(2).lower()])
+        found.append(f"q{number}")
+        return _SENTINEL_PAD
+
     def time12(match: re.Match[str]) -> str:
-        minute = int(match.group(2) or 0)
-        found.append(_twelve_hour(int(match.group(1)), minute, match.group(3).lower() == "p"))
+        if match.group(1) is not None:
+            found.append(_range_start(match))  # "1 to 4 pm": 13:00
+        minute = int(match.group(4) or 0)
+        found.append(_twelve_hour(int(match.group(3)), minute, match.group(5).lower() == "p"))
         return _SENTINEL_PAD
 
     def daypart(match: re.Match[str]) -> str:
@@ -173,13 +255,16 @@ def _extract_quantities(text: str) -> frozenset[str]:
         return _SENTINEL_PAD
 
     def digits(match: re.Match[str]) -> str:
-        found.extend(_date_parts(match.group(0)) or [_canonical_digit_token(match.group(0))])
+        token = match.group(0)
+        found.extend(_date_parts(token) or _number_range(token) or [_canonical_digit_token(token)])
         return _SENTINEL_PAD
 
     rest = text
     # Cheap pre-checks keep the common, number-free memory on the fast path.
     if "@" in rest or _URL_HINT_RE.search(rest):
         rest = _URL_RE.sub(url, rest)
+    if "quarter" in rest.lower():
+        rest = _QUARTER_RE.sub(quarter, rest)
     if _HAS_DIGIT_RE.search(rest):
         rest = _TIME_12_RE.sub(time12, rest)
         rest = _TIME_DAYPART_RE.sub(daypart, rest)
@@ -188,9 +273,10 @@ def _extract_quantities(text: str) -> frozenset[str]:
         rest = _THOUSANDS_RE.sub("", rest)
         rest = _DIGIT_TOKEN_RE.sub(digits, rest)
     words = _QUANTITY_WORD_RE.findall(rest)
-    if not _QUANTITY_VOCABULARY.isdisjoint(w.lower() for w in words):
+    lows = frozenset(w.lower() for w in words)
+    if not _QUANTITY_VOCABULARY.isdisjoint(lows):
         found.extend(_word_quantities(words))
-    return frozenset(found)
+    return frozenset(found), lows
 
 
 def _word_quantities(words: Sequence[str]) -> list[str]:
@@ -229,6 +315,9 @@ def _word_quantities(words: Sequence[str]) -> list[str]:
             last = "scale"
         elif low == "and" and last and nxt in _NUMBER_WORDS:
             continue  # "one hundred and five"
+        elif low == "half" and _half_of_a_thing(lows, i):
+            flush()
+            found.append("0.5")  # "half a tablet"; "half an hour" is an amount (units)
         elif low == "other" and prev == "every":
             flush()
             found.append("2")  # "every other week" is "every second week"
@@ -246,6 +335,18 @@ def _word_quantities(words: Sequence[str]) -> list[str]:
                 found.append(value)
     flush()
     return found
+
+
+def _half_of_a_thing(lows: Sequence[str], i: int) -> bool:
+    """Whether "half" at ``i`` is 0.5 of a thing ("half a tablet", "half of an
+    apple"), not of a unit ("half an hour" is 30 minutes) or a number ("half a dozen")."""
+    j = i + 1
+    if j < len(lows) and lows[j] == "of":
+        j += 1
+    if j + 1 >= len(lows) or lows[j] not in ("a", "an"):
+        return False
+    thing = lows[j + 1]
+    return thing not in _SCALES and not is_unit_word(thing)
 
 
 def _not_a_number(low: str, prev: str, last: str) -> bool:
@@ -269,27 +370,53 @@ def _format_values(values: Iterable[str]) -> str:
 
 
 def _numbers_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
-    """Veto when the canonical quantities differ as sets.
+    """Veto when the canonical quantities differ as sets, or the currencies do.
 
     Caught: digits in any form (times with am/pm or 24h, dates, amounts, versions,
     "1,000" = "1000", "3" = "three" = "3rd" = "third"), number words up to
     billions, weekdays/months/today/tomorrow, identifiers ("ABC-123"), URLs and
     emails; also one side having a quantity the other lacks ("a cat" / "3 cats").
     A lone "one"/"1" against no quantity at all is not a veto ("a dog" / "one dog").
+    Equal in other forms: "Q3" = "third quarter" = "3rd quarter"; an ascending
+    range "3-10" is the numbers 3 and 10 ("Apr 3-10" = "April 3 to April 10");
+    an hour of a 12-hour clock before "to"/"until"/"-" and a time with am/pm
+    shares its am/pm ("1 to 4 PM" = "13:00 to 16:00", "10-10:45am" = "10:00 to
+    10:45"), unless that puts the start after the end ("11 to 1 pm" starts at
+    11:00); "half a tablet" = "0.5 of a tablet"; a rate of one unit ("every
+    year", "each week", "per hour", "a day", "daily") is the same rate with a
+    number ("every year" = "every 12 months" = "annually", "once a week" =
+    "every 7 days"), tried only when the quantities differ otherwise, so it
+    never makes a veto. Currencies next to a number ("$95", "95 EUR", "forty
+    dollars", "US$5"): vetoed when both texts name one and the sets differ
+    ("$95" / "€95", "USD 5" / "CAD 5"); "$" and "dollars" are any dollar
+    ("$5" = "5 CAD" = "5 USD"), and a currency on one side only is no
+    difference ("$5" / "5").
 
     Limitations: sets, not sequences: "from 3 to 5" / "from 5 to 3" is equal
     here and left to the word-order guard ("between 3 and 5" / "between 5 and
     3" passes both, on purpose), and repeats do not count ("2 cats and 2
-    dogs" = "2 cats"); amounts with a known unit (consumer.domain.units)
-    compare in base units ("two weeks" = "14 days", "2 hours" != "2 days"; a
+    dogs" = "2 cats"); a descending "6-2" stays one token (a score, a vote),
+    so "6-2" / "6 to 2" vetoes; amounts with a known unit (consumer.domain.units)
+    compare in base units ("two weeks" = "14 days", "0.3 seconds" = "300 ms",
+    "three quarters of an hour" = "45 minutes", "2 hours" != "2 days"; a
     unit on one side only is not a difference, as the unit may be unknown or
     left out: "4 y/o" / "4 years old"); other units are ignored ("5 miles" =
-    "5"), as are currencies ("$5" = "5 euros"); "9:00" without am/pm is read as 09:00, so "9:00" / "9pm" vetoes;
-    ordinals equal cardinals ("third" = "3"); "second" / "first" in a
-    non-numeric sense ("second opinion") count; "May" and "march" are told
-    from the modal and the verb by context only; a letters+digits token is one
-    identifier, so "python3" / "Python 3" vetoes; "no cats" / "zero cats" vetoes.
+    "5"); a rate of one unit only ever makes amounts equal, so "every year" /
+    "every month" (no number on either side) is no veto, and "7 days a week" /
+    "every week" vetoes; a day is not 24 hours ("daily" / "every 24 hours"
+    vetoes); "9:00" without am/pm is read as 09:00, so "9:00" / "9pm" vetoes,
+    while "9 to 5 pm" starts at 09:00; "5 pounds" is a currency unless "5
+    pounds of" or "5-pound", so a weight in pounds can differ from "$5"; "3 CAD
+    drawings" names Canadian dollars; ordinals equal cardinals ("third" = "3");
+    "second" / "first" in a non-numeric sense ("second opinion") count; "May"
+    and "march" are told from the modal and the verb by context only; a
+    letters+digits token is one identifier, so "python3" / "Python 3" vetoes;
+    "no cats" / "zero cats" vetoes.
     """
+    return _amounts_veto(qa, qb) or _currency_veto(qa, qb)
+
+
+def _amounts_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
     a, b = qa.raw, qb.raw
     if qa.in_units == qb.in_units:
         return None  # the same amounts, in the same or in other units
@@ -299,5 +426,15 @@ def _numbers_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
         a, b = qa.in_units, qb.in_units  # "every 2 hours" / "every 2 days"
     if (not a and b == {"1"}) or (not b and a == {"1"}):
         return None
+    if _same_with_rates(qa, qb):
+        return None  # "every year" / "every 12 months"
     detail = f"numbers differ: {_format_values(a - b)} vs {_format_values(b - a)}"
+    return GuardVeto(GuardName.NUMBERS, detail[:_MAX_DETAIL])
+
+
+def _currency_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
+    a, b = qa.currencies, qb.currencies
+    if not a or not b or same_currencies(a, b):
+        return None
+    detail = f"currency differs: {_format_values(a - b)} vs {_format_values(b - a)}"
     return GuardVeto(GuardName.NUMBERS, detail[:_MAX_DETAIL])
