@@ -210,6 +210,9 @@ def run_calibrate(
             guards=guards,
             verifier=scored.verifier,
             aligner=_aligner(settings, no_guards),
+            cross_encoder=(
+                None if no_guards else build_cross_encoder(settings.dedup.cross_encoder)
+            ),
         )
     except ValueError as exc:  # e.g. every pair is in the test split
         print(f"memdedup calibrate: {pairs_file}: {exc}", file=sys.stderr)

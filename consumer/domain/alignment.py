@@ -19,6 +19,10 @@ keeps its role: only then may a semantic skip drop the new text (a merge keeps
 it). Quantities (numbers, dates, times)
 are left to the numbers guard. The parser is loaded once and parses are cached
 per text; callers run `check` off the event loop (it is CPU work).
+
+One module because reading a parse into words and judging two texts' words are
+tuned together: each rule of the judge relies on how a word's key, slot, role and
+tense were read, and apart they would drift.
 """
 
 from __future__ import annotations

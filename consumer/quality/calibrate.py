@@ -1,11 +1,14 @@
 """Per-namespace thresholds read off labelled pairs.
 
 For each pair, what does not depend on the thresholds is computed once: its
-cosine similarity, whether the exact check catches it, and whether the guards or
-the verifier veto it (the verifier's verdict does not depend on the bands). At a
-merge threshold `t` the pair is then predicted duplicate when it is exact, or
-when `similarity >= t` and nothing vetoes it (the consumer's rule,
-`consumer.quality.rule.decide_pair`).
+cosine similarity, whether the exact check catches it, whether the guards, the
+alignment, the verifier or the cross-encoder veto it (no verdict depends on the
+bands), and whether the cross-encoder's rescue would merge it. At a merge
+threshold `t` the pair is then predicted duplicate when it is exact, when
+`similarity >= t` and nothing vetoes it, or when it lies in the rescue band
+(`rescue_threshold <= similarity < t`) and the rescue merges it (the consumer's
+rule, `consumer.quality.rule.decide_pair`). The namespace's `detail_policy` is
+not modelled: `keep_both` keeps apart pairs that only add a detail.
 
 Which pairs (`consumer.quality.pairs`: `split` is fixed by the pair's group):
 
@@ -40,6 +43,9 @@ Rules (thresholds on a 0.01 grid, 0.50..1.00):
   labels can show that the skip band is too low, never that it is too high.
 - A namespace with fewer than 20 calibration pairs uses all calibration pairs
   instead (its test figures are still its own test pairs).
+
+One module because the per-pair facts, the sweep and the refusal rules are one
+procedure whose steps share these rules; the report lives in calibration_report.
 """
 
 from __future__ import annotations
@@ -49,11 +55,12 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from consumer.domain.alignment import PairAligner
+from consumer.domain.cross_verifier import CrossEncoderVerifier
 from consumer.domain.thresholds import Bands, ThresholdPolicy
 from consumer.domain.verifier import PairJudge
 from consumer.quality.metrics import Confusion
 from consumer.quality.pairs import LabelledPair, split_of
-from consumer.quality.rule import is_exact, pair_veto
+from consumer.quality.rule import is_exact, pair_veto, rescues
 
 __all__ = [
     "ALL_PAIRS",
@@ -102,9 +109,17 @@ class PairFacts:
     duplicate: bool
     exact: bool = False
     vetoed: bool = False
+    # The cross-encoder would rescue the pair from `rescue_from` up to any merge
+    # threshold above its similarity (`consumer.quality.rule.rescues`).
+    rescued: bool = False
+    rescue_from: float | None = None
 
     def predicted(self, threshold: float) -> bool:
-        return self.exact or (self.similarity >= threshold and not self.vetoed)
+        if self.exact:
+            return True
+        if self.similarity >= threshold:
+            return not self.vetoed
+        return self.rescued and self.rescue_from is not None and self.similarity >= self.rescue_from
 
 
 def pair_facts(
@@ -115,12 +130,18 @@ def pair_facts(
     verifier: PairJudge | None = None,
     min_similarity: float = GRID[0],
     aligner: PairAligner | None = None,
+    cross_encoder: CrossEncoderVerifier | None = None,
+    rescue_threshold: float | None = None,
 ) -> list[PairFacts]:
-    """`vetoed`: the guards or the verifier veto the pair. The verifier is not
-    asked below `min_similarity` (no grid threshold predicts such a pair duplicate)."""
+    """`vetoed`: the guards, the alignment, the verifier or the cross-encoder veto
+    the pair. None of them is asked below `min_similarity` (no grid threshold
+    predicts such a pair duplicate). `rescued`: with a cross-encoder and a
+    `rescue_threshold`, a pair at or above it that the rescue would merge once the
+    merge threshold is above its similarity."""
     facts: list[PairFacts] = []
     for pair, similarity in zip(pairs, similarities, strict=True):
         exact = is_exact(pair.existing, pair.new)
+        asked = similarity >= min_similarity
         vetoed = (
             not exact
             and pair_veto(
@@ -128,12 +149,35 @@ def pair_facts(
                 pair.new,
                 similarity,
                 guards=guards,
-                verifier=verifier if similarity >= min_similarity else None,
-                aligner=aligner if similarity >= min_similarity else None,
+                verifier=verifier if asked else None,
+                aligner=aligner if asked else None,
+                cross_encoder=cross_encoder if asked else None,
             )
             is not None
         )
-        facts.append(PairFacts(similarity, pair.duplicate, exact, vetoed))
+        rescued = (
+            not exact
+            and cross_encoder is not None
+            and rescue_threshold is not None
+            and similarity >= rescue_threshold
+            and rescues(
+                pair.existing,
+                pair.new,
+                guards=guards,
+                aligner=aligner,
+                cross_encoder=cross_encoder,
+            )
+        )
+        facts.append(
+            PairFacts(
+                similarity,
+                pair.duplicate,
+                exact,
+                vetoed,
+                rescued,
+                rescue_threshold if cross_encoder is not None else None,
+            )
+        )
     return facts
 
 
@@ -281,6 +325,7 @@ class Calibration:
     groups: list[GroupCalibration]  # ALL_PAIRS first, then namespaces by name
     verifier: bool = False
     calibrated_on: str = IN_SAMPLE
+    cross_encoder: bool = False
     calibration_pairs: int = 0
     test_pairs: int = 0
     left_out: int = 0  # pairs of a split file with neither `split` nor `group`
@@ -395,13 +440,23 @@ def calibrate(
     verifier: PairJudge | None = None,
     min_pairs: int = MIN_NAMESPACE_PAIRS,
     aligner: PairAligner | None = None,
+    cross_encoder: CrossEncoderVerifier | None = None,
 ) -> Calibration:
     """Thresholds for all pairs (the default bands) and for each namespace in `pairs`:
     read from train+dev and scored on test when the pairs have splits, else read
     from and scored on all pairs (in-sample)."""
     if not 0.0 < target <= 1.0:
         raise ValueError(f"target precision must be within (0, 1], got {target}")
-    facts = pair_facts(pairs, similarities, guards=guards, verifier=verifier, aligner=aligner)
+    facts = pair_facts(
+        pairs,
+        similarities,
+        guards=guards,
+        verifier=verifier,
+        aligner=aligner,
+        cross_encoder=cross_encoder,
+        # One rescue band for every namespace (dedup.cross_encoder.rescue_threshold).
+        rescue_threshold=policy.default.rescue_threshold,
+    )
     skip_target = max(target, SKIP_PRECISION_FLOOR)
     has_splits = any(pair.split is not None for pair in pairs)
     calibrated_on = TRAIN_DEV if has_splits else IN_SAMPLE
@@ -453,6 +508,7 @@ def calibrate(
         groups,
         verifier is not None,
         calibrated_on=calibrated_on,
+        cross_encoder=cross_encoder is not None,
         calibration_pairs=len(all_cal),
         test_pairs=len(all_test),
         left_out=left_out,

@@ -43,6 +43,7 @@ def yaml_snippet(calibration: Calibration, *, model_id: str = "") -> str:
         f"# memdedup calibrate: precision >= {calibration.target:g} "
         f"(skip >= {calibration.skip_target:g}), guards {'on' if calibration.guards else 'off'}"
         f", verifier {'on' if calibration.verifier else 'off'}"
+        f", cross-encoder {'on' if calibration.cross_encoder else 'off'}"
     )
     if model_id:
         header += f", {model_id}"
@@ -83,7 +84,8 @@ def render_calibration(calibration: Calibration, *, rows: Sequence[float] | None
         f"target: duplicate precision >= {calibration.target:g} for merges, "
         f">= {calibration.skip_target:g} for skips; guards "
         f"{'on' if calibration.guards else 'off'}, verifier "
-        f"{'on' if calibration.verifier else 'off'}",
+        f"{'on' if calibration.verifier else 'off'}, cross-encoder "
+        f"{'on' if calibration.cross_encoder else 'off'}",
     ]
     if calibration.in_sample:
         lines += [
@@ -139,7 +141,8 @@ def render_calibration(calibration: Calibration, *, rows: Sequence[float] | None
     lines += [
         "",
         f"precision / recall by merge threshold, {basis} (pairs predicted duplicate: exact, "
-        "or similarity >= t and no guard or verifier veto)",
+        "or similarity >= t and no guard or verifier veto, or rescued by the cross-encoder "
+        "between the rescue threshold and t)",
         "",
         "| t | " + " | ".join(g.name for g in shown) + " |",
         "|---|" + "---|" * len(shown),
@@ -247,6 +250,7 @@ def calibration_json(calibration: Calibration) -> Mapping[str, Any]:
         "skip_target_precision": calibration.skip_target,
         "guards": calibration.guards,
         "verifier": calibration.verifier,
+        "cross_encoder": calibration.cross_encoder,
         "calibrated_on": calibration.calibrated_on,
         "in_sample": calibration.in_sample,
         "advice": SPLIT_ADVICE if calibration.in_sample else None,

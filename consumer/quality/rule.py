@@ -36,7 +36,7 @@ from consumer.domain.verifier import PairJudge
 from consumer.domain.vetoes import GuardVeto
 from schemas import Decision, DecisionReason
 
-__all__ = ["PairDecision", "decide_pair", "is_exact", "pair_veto"]
+__all__ = ["PairDecision", "decide_pair", "is_exact", "pair_veto", "rescues"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +134,25 @@ def decide_pair(
     return PairDecision(decision, DecisionReason.SEMANTIC, similarity, threshold)
 
 
+def rescues(
+    existing: str,
+    new: str,
+    *,
+    guards: bool,
+    aligner: PairAligner | None,
+    cross_encoder: CrossEncoderVerifier,
+) -> bool:
+    """Whether the cross-encoder's rescue would merge a pair below the merge band
+    (its similarity in the rescue band): no guard and no alignment check vetoes it
+    and the cross-encoder finds the same fact (`MatchVetter._rescued`)."""
+    existing = existing.strip()
+    if guards and check_pair(existing, new) is not None:
+        return False
+    if aligner is not None and aligner.check(existing, new).veto is not None:
+        return False
+    return cross_encoder.judge_rescue(existing, new).same_fact
+
+
 def _rescue(
     existing: str,
     new: str,
@@ -143,20 +162,14 @@ def _rescue(
     aligner: PairAligner | None,
     cross_encoder: CrossEncoderVerifier,
 ) -> PairDecision:
-    """A pair in the rescue band: merged when no guard or alignment check vetoes
-    it and the cross-encoder finds the same fact (`MatchVetter._rescued`); a pair
-    it does not rescue is accepted without a veto, as below any band."""
+    """A pair in the rescue band: merged when `rescues`; a pair it does not rescue
+    is accepted without a veto, as below any band."""
     accepted = PairDecision(Decision.ACCEPTED, DecisionReason.NEW, similarity, None)
-    existing = existing.strip()
-    if guards and check_pair(existing, new) is not None:
-        return accepted
-    alignment = aligner.check(existing, new) if aligner is not None else None
-    if alignment is not None and alignment.veto is not None:
-        return accepted
-    if not cross_encoder.judge_rescue(existing, new).same_fact:
+    if not rescues(existing, new, guards=guards, aligner=aligner, cross_encoder=cross_encoder):
         return accepted
     decision, threshold = Decision.MERGED, bands.rescue_threshold
-    if alignment is not None:
+    if aligner is not None:
+        alignment = aligner.check(existing.strip(), new)
         decision, threshold = bands.after_alignment(
             decision,
             threshold,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ import yaml
 
 from consumer.cli import quality as quality_cli
 from consumer.cli.main import main
+from consumer.domain.cross_verifier import CrossEncoderVerifier
 from consumer.domain.thresholds import Bands, ThresholdPolicy
 from consumer.quality.calibrate import (
     ALL_PAIRS,
@@ -378,3 +379,53 @@ def test_calibrate_command_exits_2_when_every_pair_is_in_test(
     stub_model["sims"] = sims
     assert main(["calibrate", str(path), "--target-precision", "0.9"]) == 2
     assert "no calibration pairs" in capsys.readouterr().err
+
+
+class _ScoreByText:
+    """A cross-encoder scorer that answers P(same fact) from the new text's tag."""
+
+    def probabilities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        return [0.95 if "same" in new else 0.01 for _, new in pairs]
+
+
+def test_calibration_models_the_cross_encoders_veto_and_rescue() -> None:
+    """Below the merge threshold a pair the cross-encoder rescues counts as merged
+    (from the rescue threshold up), and a band match it vetoes counts as kept apart,
+    as the consumer decides."""
+    rows = [
+        # (label, similarity, P(same fact) tag): duplicates the rescue finds at 0.60,
+        # distinct pairs in the band that only its veto keeps apart.
+        *[(True, 0.60, "same")] * 6,
+        *[(True, 0.92, "same")] * 6,
+        *[(False, 0.90, "other")] * 6,
+        *[(False, 0.40, "same")] * 3,  # below the rescue band: never merged
+    ]
+    pairs = [
+        LabelledPair(f"fact {i} existing", f"fact {i} {tag} new", duplicate, "ns")
+        for i, (duplicate, _, tag) in enumerate(rows)
+    ]
+    sims = [sim for _, sim, _ in rows]
+    policy = ThresholdPolicy(default=Bands(0.96, 0.84, rescue_threshold=0.47))
+    cross_encoder = CrossEncoderVerifier(_ScoreByText(), veto_below=0.07, rescue_from=0.70)
+
+    with_ce = calibrate(pairs, sims, policy, target=0.97, guards=False, cross_encoder=cross_encoder)
+    without = calibrate(pairs, sims, policy, target=0.97, guards=False)
+
+    assert with_ce.cross_encoder
+    assert not without.cross_encoder
+    # Without it, the distinct pairs at 0.90 cap precision: only 0.91 and up hold it.
+    assert without.overall.merge_threshold == pytest.approx(0.91)
+    assert without.overall.at_proposed.recall == pytest.approx(0.5)
+    # With it, the veto keeps them apart and the rescue merges the 0.60 duplicates
+    # at any merge threshold above them: all 12 found at the lowest grid value.
+    overall = with_ce.overall
+    assert overall.refused is None
+    c = overall.at_proposed
+    assert (c.tp, c.fp, c.fn) == (12, 0, 0)
+    at_084 = next(p for p in overall.curve if p.threshold == pytest.approx(0.84))
+    assert (at_084.confusion.tp, at_084.confusion.fp) == (12, 0)
+    # At a merge threshold of 0.60 or less the 0.60 pairs are band matches, not rescues.
+    at_050 = next(p for p in overall.curve if p.threshold == pytest.approx(0.50))
+    assert at_050.confusion.tp == 12
+    assert "cross-encoder on" in render_calibration(with_ce)
+    assert calibration_json(with_ce)["cross_encoder"] is True
