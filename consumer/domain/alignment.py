@@ -172,7 +172,24 @@ def _frame(token: Token) -> str:
     head = token.head
     if token.dep_ in {"xcomp", "ccomp"} and _is_frame_verb(head):
         return _frame_verb(head)
+    if token.dep_ == "xcomp" and head.lemma_.lower() in _OBLIGATION_HEADS:
+        return "must"  # "has to renew", "needs to renew" = "must renew"
+    if token.dep_ == "advcl":
+        return ""  # "so they can sleep": a purpose, not the fact's modality
+    for child in token.children:
+        if child.tag_ == "MD" and child.dep_ == "aux":
+            return _MODALS.get(child.lower_, "")
     return ""
+
+
+# A modal that makes a fact possible, advised or required rather than so ("may be
+# rolled back" / "was rolled back"). "will" is a tense (`_tense`), "would" a
+# politeness ("would like" = "wants").
+_MODALS: Final = {
+    "may": "may", "might": "may", "can": "can", "could": "can", "ca": "can",
+    "should": "should", "ought": "should", "must": "must",
+}  # fmt: skip
+_OBLIGATION_HEADS: Final = frozenset({"have", "need"})
 
 
 def _role(token: Token) -> str:

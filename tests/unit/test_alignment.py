@@ -70,6 +70,10 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ("User is vegetarian.", "User is pescatarian.", "value_change"),
         # identical words align first: "San" must not take "Spanish" from its twin
         ("User learned Spanish in San Diego.", "User learned French in San Diego.", "value_change"),
+        # a modal on one side only: possible, able, advised or required, not so
+        ("User might move to Lisbon.", "User is moving to Lisbon.", "time_change"),
+        ("The release may be delayed.", "The release was delayed.", "time_change"),
+        ("User should stretch every day.", "User stretches every day.", "time_change"),
         # a bare form after a singular third person is past tense
         ("User's rent costs $900.", "User cancelled the flat, which cost $900.", "time_change"),
     ],
@@ -97,6 +101,9 @@ def test_a_changed_fact_is_vetoed_with_its_kind(
         ("User plans to visit Rome.", "I plan to visit Rome."),
         # a change of person changes the verb's form, not its tense ("I read" is
         # tagged past); a contracted "'ve" is present like "has"
+        ("User must renew the visa by June.", "User has to renew the visa by June."),
+        ("User needs to renew the visa by June.", "User must renew the visa by June."),
+        ("User takes the train so they can read.", "User takes the train in order to read."),
         ("User knits scarves for friends.", "I knit scarves for friends."),
         ("User cuts their own hair.", "I cut my own hair."),
         ("User's kids knit hats.", "User's kid knits hats."),
