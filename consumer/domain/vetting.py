@@ -14,13 +14,36 @@ import numpy as np
 from consumer.domain.alignment import Alignment, PairAligner
 from consumer.domain.batch import BatchState
 from consumer.domain.cross_verifier import CrossEncoderVerifier
-from consumer.domain.guards import check_pair
+from consumer.domain.guards import adds_quantities, check_pair
 from consumer.domain.models import Candidate, GuardHit, MemoryRecord, Scope, ScoredMemory
 from consumer.domain.reviewed import ReviewedPairs
 from consumer.domain.thresholds import Bands
 from consumer.domain.verifier import Verifier
 from consumer.domain.vetoes import GuardName, GuardVeto
 from schemas import Decision
+
+
+def numbers_may_be_detail(veto: GuardVeto | None, existing: str, new: str) -> bool:
+    """Whether a guard's veto is the numbers guard's on quantities that only the new
+    text states (`adds_quantities`): the alignment then tells an added detail
+    ("User has a cooktop" / "User has a four-zone cooktop") from a changed fact."""
+    return veto is not None and veto.guard is GuardName.NUMBERS and adds_quantities(existing, new)
+
+
+def guard_veto_after_alignment(
+    veto: GuardVeto | None, existing: str, new: str, alignment: Alignment | None
+) -> GuardVeto | None:
+    """The guards' veto once the alignment is known: quantities that come with an
+    added detail (nothing of the stored text missing or changed) are that detail,
+    so only the other guards are asked."""
+    if (
+        numbers_may_be_detail(veto, existing, new)
+        and alignment is not None
+        and alignment.veto is None
+        and alignment.detail_added
+    ):
+        return check_pair(existing, new, numbers=False)
+    return veto
 
 
 class MatchVetter:
@@ -74,8 +97,8 @@ class MatchVetter:
             if decision is Decision.ACCEPTED:
                 break
             memory = match.read()
-            veto = self._reviewed_veto(candidate, memory) or (
-                check_pair(memory.content, candidate.event.content) if self._guards else None
+            veto = self._reviewed_veto(candidate, memory) or await self._guard_veto(
+                memory.content, candidate.event.content
             )
             alignment = None
             if veto is None:
@@ -126,8 +149,8 @@ class MatchVetter:
             if not bands.in_rescue_band(match.score):
                 break
             memory = match.read()
-            if self._reviewed_veto(candidate, memory) or (
-                self._guards and check_pair(memory.content, candidate.event.content)
+            if self._reviewed_veto(candidate, memory) or await self._guard_veto(
+                memory.content, candidate.event.content
             ):
                 continue
             verdict = await self._cross_encoder.rescues(memory.content, candidate.event.content)
@@ -154,7 +177,7 @@ class MatchVetter:
         """Whether a guard, the alignment or the verifier keeps `candidate` apart
         from `memory` (for a race between consumers; a reviewer's separation is
         not asked)."""
-        if self._guards and check_pair(memory.content, candidate.event.content):
+        if await self._guard_veto(memory.content, candidate.event.content):
             return True
         alignment = await self._alignment(memory.content, candidate.event.content)
         if alignment is not None and alignment.veto is not None:
@@ -195,6 +218,17 @@ class MatchVetter:
             np.fill_diagonal(close, False)
             texts += [c.event.content for c, row in zip(members, close, strict=True) if row.any()]
         return texts
+
+    async def _guard_veto(self, existing: str, new: str) -> GuardVeto | None:
+        """The guards' veto, where they are on; quantities the alignment finds an
+        added detail are not one (`guard_veto_after_alignment`)."""
+        if not self._guards:
+            return None
+        veto = check_pair(existing, new)
+        if not numbers_may_be_detail(veto, existing, new):
+            return veto
+        alignment = await self._alignment(existing, new)
+        return guard_veto_after_alignment(veto, existing, new, alignment)
 
     async def _alignment(self, existing: str, new: str) -> Alignment | None:
         """The parse alignment of a band candidate, parsed in a worker thread."""

@@ -34,6 +34,7 @@ from consumer.domain.normalize import content_hash, normalize_content
 from consumer.domain.thresholds import Bands
 from consumer.domain.verifier import PairJudge
 from consumer.domain.vetoes import GuardVeto
+from consumer.domain.vetting import guard_veto_after_alignment, numbers_may_be_detail
 from schemas import Decision, DecisionReason
 
 __all__ = ["PairDecision", "decide_pair", "is_exact", "pair_veto", "rescues"]
@@ -73,7 +74,7 @@ def pair_veto(
     `MatchVetter.first_allowed` (consumer.domain.vetting) asks them for a stored `existing` (its content
     is the event content stripped)."""
     existing = existing.strip()
-    veto = check_pair(existing, new) if guards else None
+    veto = _guard_veto(existing, new, aligner) if guards else None
     if veto is None and aligner is not None:
         veto = aligner.check(existing, new).veto
     if veto is None and verifier is not None:
@@ -81,6 +82,14 @@ def pair_veto(
     if veto is None and cross_encoder is not None:
         veto = cross_encoder.judge(existing, new, similarity).veto()
     return veto
+
+
+def _guard_veto(existing: str, new: str, aligner: PairAligner | None) -> GuardVeto | None:
+    """The guards' veto as `MatchVetter._guard_veto` asks it."""
+    veto = check_pair(existing, new)
+    if aligner is None or not numbers_may_be_detail(veto, existing, new):
+        return veto
+    return guard_veto_after_alignment(veto, existing, new, aligner.check(existing, new))
 
 
 def decide_pair(
@@ -146,7 +155,7 @@ def rescues(
     (its similarity in the rescue band): no guard and no alignment check vetoes it
     and the cross-encoder finds the same fact (`MatchVetter._rescued`)."""
     existing = existing.strip()
-    if guards and check_pair(existing, new) is not None:
+    if guards and _guard_veto(existing, new, aligner) is not None:
         return False
     if aligner is not None and aligner.check(existing, new).veto is not None:
         return False

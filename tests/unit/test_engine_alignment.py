@@ -122,3 +122,56 @@ async def test_changed_values_are_accepted_with_every_related_memory(
     )
     assert len(outcome.related) == 2
     assert outcome.related[0].similarity >= outcome.related[1].similarity
+
+
+WITH_COUNTED_DETAIL = "User keeps bees in two hives on the roof of the shed."
+COUNTED = "User keeps bees in three hives."
+COUNT_CHANGED = "User keeps bees in two hives."
+
+
+async def test_quantities_that_come_with_an_added_detail_are_that_detail(
+    make_engine: EngineFactory,
+    embedder: FakeEmbedder,
+    store: MemoryStore,
+    aligner: PairAligner,
+) -> None:
+    """The stored fact states no quantity: the new text's "two hives" comes with
+    the detail it adds, so the numbers guard does not keep them apart."""
+    place(embedder, WITH_COUNTED_DETAIL, 0.9)
+    outcome = await decide_after_stored(store, make_engine(aligner=aligner), WITH_COUNTED_DETAIL)
+    assert outcome.decision is Decision.MERGED
+    assert outcome.memory.content == WITH_COUNTED_DETAIL
+
+
+async def test_without_the_aligner_an_added_quantity_is_vetoed(
+    make_engine: EngineFactory,
+    embedder: FakeEmbedder,
+    store: MemoryStore,
+) -> None:
+    place(embedder, WITH_COUNTED_DETAIL, 0.9)
+    outcome = await decide_after_stored(store, make_engine(), WITH_COUNTED_DETAIL)
+    assert outcome.decision is Decision.ACCEPTED
+    assert outcome.guard is not None
+    assert outcome.guard.veto.guard is GuardName.NUMBERS
+
+
+async def test_a_changed_quantity_is_vetoed_with_the_aligner(
+    make_engine: EngineFactory,
+    embedder: FakeEmbedder,
+    store: MemoryStore,
+    aligner: PairAligner,
+) -> None:
+    """The stored fact states a quantity: another one is a changed value, never a detail."""
+    embedder.set(COUNTED, base_vector())
+    embedder.set(COUNT_CHANGED, unit_vector(0.95, axis=1))
+    engine = make_engine(aligner=aligner)
+    for offset, text in enumerate((COUNTED, COUNT_CHANGED)):
+        plan = await engine.decide(
+            0, [make_candidate(event_id=f"c{offset}", content=text, offset=offset)]
+        )
+        await store.write(0, list(plan.writes.values()), [])
+        engine.commit(plan)
+    outcome = plan.outcomes[0]
+    assert outcome.decision is Decision.ACCEPTED
+    assert outcome.guard is not None
+    assert outcome.guard.veto.guard is GuardName.NUMBERS

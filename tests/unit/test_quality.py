@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from consumer.cli.main import main
+from consumer.domain.alignment import PairAligner
 from consumer.domain.normalize import content_hash, normalize_content
 from consumer.domain.thresholds import Bands, ThresholdPolicy
 from consumer.ports import MemoryStore
@@ -243,6 +244,48 @@ async def test_decide_pair_agrees_with_the_engine(
     assert outcome.decision is expected.decision
     assert outcome.reason is expected.reason
     assert (outcome.guard is not None) == (expected.veto is not None)
+
+
+ALIGNED_CASES = [
+    # quantities that come with an added detail, and a changed quantity
+    ("User keeps bees.", "User keeps bees in two hives on the shed roof.", 0.90),
+    ("User keeps bees in three hives.", "User keeps bees in two hives.", 0.95),
+    ("User keeps bees.", "User keeps two bees.", 0.95),
+    ("User keeps bees.", "User no longer keeps bees.", 0.90),
+]
+
+
+@pytest.fixture(scope="module")
+def aligner() -> PairAligner:
+    return PairAligner()
+
+
+@pytest.mark.parametrize(("existing", "new", "similarity"), ALIGNED_CASES)
+async def test_decide_pair_agrees_with_the_engine_with_the_alignment(
+    make_engine: EngineFactory,
+    embedder: FakeEmbedder,
+    store: MemoryStore,
+    aligner: PairAligner,
+    existing: str,
+    new: str,
+    similarity: float,
+) -> None:
+    policy = ThresholdPolicy(default=BANDS)
+    engine = make_engine(policy=policy, aligner=aligner)
+    embedder.set(existing, base_vector())
+    embedder.set(new, unit_vector(similarity, axis=1))
+    first = await engine.decide(0, [make_candidate(event_id="e1", content=existing)])
+    await store.write(0, list(first.writes.values()), [])
+    engine.commit(first)
+    second = await engine.decide(0, [make_candidate(event_id="e2", content=new, offset=1)])
+    [outcome] = second.outcomes
+
+    expected = decide_pair(existing, new, similarity, BANDS, aligner=aligner)
+    assert outcome.decision is expected.decision
+    assert (outcome.guard is not None) == (expected.veto is not None)
+    if expected.veto is not None:
+        assert outcome.guard is not None
+        assert outcome.guard.veto == expected.veto
 
 
 # --------------------------------------------------------------------------

@@ -32,6 +32,7 @@ veto too.
 from consumer.domain.guards.checks import (
     PairSignals,
     TextSignals,
+    adds_quantities,
     check_pair,
     pair_signals,
     text_signals,
@@ -43,6 +44,7 @@ __all__ = [
     "GuardVeto",
     "PairSignals",
     "TextSignals",
+    "adds_quantities",
     "check_pair",
     "pair_signals",
     "related_kind",

@@ -36,20 +36,31 @@ def _features(text: str) -> _Features:
     return _Features(_quantities(prepared), _analyse_words(prepared.casefold()))
 
 
-def check_pair(existing: str, new: str) -> GuardVeto | None:
+def check_pair(existing: str, new: str, *, numbers: bool = True) -> GuardVeto | None:
     """Veto a semantic skip/merge of ``new`` into ``existing``, or None to allow it.
 
     Guards run in order numbers, negation, word order; the first veto wins.
+    ``numbers=False`` leaves the numbers guard out (for a pair whose quantities
+    are an added detail: `adds_quantities`).
     """
     if existing == new:
         return None
     fa, fb = _features(existing), _features(new)
     return (
-        _numbers_veto(fa.quantities, fb.quantities)
+        (_numbers_veto(fa.quantities, fb.quantities) if numbers else None)
         or _negation_veto(fa.words, fb.words)
         or _word_order_veto(fa.words, fb.words)
         or _relation_veto(fa.words, fb.words)
     )
+
+
+def adds_quantities(existing: str, new: str) -> bool:
+    """Whether ``existing`` states no quantity at all and ``new`` does ("User has a
+    cooktop" / "User has a four-zone cooktop"): no value of the stored fact can
+    have changed, so the numbers alone cannot tell a changed fact from an added
+    detail; the parse alignment can."""
+    qa, qb = _features(existing).quantities, _features(new).quantities
+    return not qa.raw and not qa.currencies and bool(qb.raw)
 
 
 @dataclass(frozen=True, slots=True)
