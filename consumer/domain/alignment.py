@@ -91,6 +91,7 @@ class Word:
     # A verb whose subject takes the bare present ("I knit", "they read"): its
     # bare form is present tense, whatever the tagger guessed.
     bare_present: bool = False
+    particle: str = ""  # a phrasal verb's particle ("on" of "turned on")
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +228,8 @@ def _words(doc: Doc) -> AlignedText:
         if token.like_num or any(ch.isdigit() for ch in token.text):
             continue
         key = _key(token)
-        verb = token.pos_ in {"VERB", "AUX"}
+        pos = _pos(token)
+        verb = pos in {"VERB", "AUX"}
         light_verb = verb and key in _LIGHT_VERBS
         if key != _SELF:
             if not any(ch.isalpha() for ch in key):
@@ -236,9 +238,9 @@ def _words(doc: Doc) -> AlignedText:
             # tense and frame; as an auxiliary it is read through its verb.
             if light_verb and token.dep_ not in _CLAUSE_DEPS:
                 continue
-            if (token.pos_ not in _CONTENT_POS and not light_verb) or token.is_punct:
+            if (pos not in _CONTENT_POS and not light_verb) or token.is_punct:
                 continue
-            if token.pos_ == "ADV" and token.dep_ == "neg":
+            if pos == "ADV" and token.dep_ == "neg":
                 continue
         frame_verb = _is_frame_verb(token)
         if frame_verb and any(c.dep_ in {"xcomp", "ccomp"} for c in token.children):
@@ -252,7 +254,7 @@ def _words(doc: Doc) -> AlignedText:
                 index=token.i,
                 key=key,
                 text=_form(token) if verb else token.text.lower(),
-                pos=token.pos_,
+                pos=pos,
                 dep=token.dep_,
                 head_key=_key(token.head),
                 role=_role(token),
@@ -261,9 +263,32 @@ def _words(doc: Doc) -> AlignedText:
                 frame=_frame(token) if verb else "",
                 light=light,
                 bare_present=verb and _takes_bare_present(token),
+                particle=_particle(token) if verb else "",
             )
         )
     return AlignedText(tuple(words))
+
+
+def _pos(token: Token) -> str:
+    """The token's part of speech; a word the tagger could not place ("SwiftUI"
+    as NUM, "conftest.py" as X) is a name."""
+    if token.pos_ in {"X", "NUM"} and any(ch.isalpha() for ch in token.text):
+        return "PROPN"
+    return str(token.pos_)
+
+
+def _particle(verb: Token) -> str:
+    """A phrasal verb's particle: "on" of "turned on", "off" of "turned it off";
+    a particle the parser read as a preposition ("turned on X": prep) is marked
+    with a leading "~", so that it only counts against a true particle."""
+    prt = next((c.lower_ for c in verb.children if c.dep_ == "prt"), "")
+    if prt:
+        return prt
+    prep = next((c.lower_ for c in verb.children if c.dep_ == "prep"), "")
+    return f"~{prep}" if prep in _PARTICLES else ""
+
+
+_PARTICLES: Final = frozenset({"on", "off", "up", "down", "in", "out", "over", "away", "back"})
 
 
 def _takes_bare_present(verb: Token) -> bool:
@@ -367,6 +392,11 @@ def _judge(
                 and not _agreement(x, y)
             ):
                 return _veto("time_change", f"'{x.key}': {x.tense} vs {y.tense}")
+    for x, y in matched:
+        a, b = x.particle.lstrip("~"), y.particle.lstrip("~")
+        # "turned on" / "turned off": a particle is part of the verb's meaning.
+        if a and b and a != b and not (x.particle[0] == y.particle[0] == "~"):
+            return _veto("value_change", f"'{x.key} {a}' vs '{y.key} {b}'")
     role = _role_change(matched)
     if role is not None:
         return role
@@ -401,7 +431,9 @@ _TIME_MODIFIERS: Final = frozenset(
      "upcoming", "prior", "recent", "recently", "formerly"}
 )  # fmt: skip
 _SWAP_POS: Final = frozenset({"VERB", "ADJ", "ADV"})
-_NOMINAL_DEPS: Final = frozenset({"pobj", "dobj", "nsubj", "nsubjpass", "attr", "acomp", "appos"})
+_NOMINAL_DEPS: Final = frozenset(
+    {"pobj", "pcomp", "dobj", "nsubj", "nsubjpass", "attr", "acomp", "appos"}
+)
 # Prepositions that reverse who gives and who receives, or the order of two things.
 _OPPOSED_PREPOSITIONS: Final = frozenset(
     {
