@@ -92,6 +92,9 @@ class Word:
     # bare form is present tense, whatever the tagger guessed.
     bare_present: bool = False
     particle: str = ""  # a phrasal verb's particle ("on" of "turned on")
+    # Where the word attaches: its head's key, or for a preposition's object the
+    # key of what the preposition modifies ("live ... in Greece" -> "live").
+    anchor: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,9 +267,17 @@ def _words(doc: Doc) -> AlignedText:
                 light=light,
                 bare_present=verb and _takes_bare_present(token),
                 particle=_particle(token) if verb else "",
+                anchor=_anchor(token),
             )
         )
     return AlignedText(tuple(words))
+
+
+def _anchor(token: Token) -> str:
+    head = token.head
+    if token.dep_ == "pobj" and head.head is not head:
+        head = head.head
+    return _key(head)
 
 
 def _pos(token: Token) -> str:
@@ -365,10 +376,14 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
     """Judge `b` (new) against `a` (existing)."""
     matched, left, right = _pairs(a, b)
     veto = _judge(matched, left, right)
-    # Equivalent: every word matched, and every participant in the same role
-    # (the same words in another order can say another thing).
+    # Equivalent: every word matched, every participant in the same role, and every
+    # word attached where its partner is (the same words in another order can say
+    # another thing: "jumps forward and swings around" / "jumps around and swings
+    # forward", "in Greece, some in Bulgaria" / "in Bulgaria, some in Greece").
     same_roles = all(x.role == y.role for x, y in matched if _kind(x) == "name")
-    return Alignment(veto, not left and not right and same_roles, len(left), len(right))
+    same_places = all(x.anchor == y.anchor for x, y in matched)
+    equivalent = not left and not right and same_roles and same_places
+    return Alignment(veto, equivalent, len(left), len(right))
 
 
 def _judge(

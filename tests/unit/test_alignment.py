@@ -133,6 +133,27 @@ def test_only_texts_that_align_word_for_word_are_equivalent(aligner: PairAligner
     assert detail.unmatched_existing == 0
 
 
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        # the same words, attached elsewhere: no skip may drop the new text
+        (
+            "Most of the family lives in Porto, some still in Braga.",
+            "Most of the family lives in Braga, some still in Porto.",
+        ),
+        ("User walks fast and talks slowly.", "User walks slowly and talks fast."),
+    ],
+)
+def test_words_attached_elsewhere_are_not_equivalent(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    assert not aligner.check(existing, new).equivalent
+
+
+def test_a_moved_adjunct_stays_equivalent(aligner: PairAligner) -> None:
+    assert aligner.check("User moved to Oslo in 2020.", "In 2020, I moved to Oslo.").equivalent
+
+
 def test_parses_are_cached_per_text(aligner: PairAligner) -> None:
     text = "User collects vintage fountain pens."
     assert aligner.parsed(text) is aligner.parsed(text)
