@@ -68,9 +68,12 @@ _STAND_IN: Final = "Alex"
 _STAND_IN_RE: Final = re.compile(r"\b(?:the\s+)?user\b", re.IGNORECASE)
 _SUBJECT_DEPS: Final = frozenset({"nsubj", "agent_pobj", "csubj"})
 _OBJECT_DEPS: Final = frozenset({"dobj", "nsubjpass", "iobj", "obj"})
+# Verbs that frame another: intention, attempt, habit, and where it stands in time
+# ("began painting", "finished saving").
 _FRAME_VERBS: Final = frozenset(
-    {"use", "plan", "want", "hope", "intend", "consider", "try", "stop", "quit", "start"}
-)
+    {"use", "plan", "want", "hope", "intend", "consider", "try", "stop", "quit", "start",
+     "begin", "finish", "resume"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

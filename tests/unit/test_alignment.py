@@ -70,6 +70,9 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ("User is vegetarian.", "User is pescatarian.", "value_change"),
         # identical words align first: "San" must not take "Spanish" from its twin
         ("User learned Spanish in San Diego.", "User learned French in San Diego.", "value_change"),
+        # a verb that places the fact in time: begun, finished
+        ("User paints landscapes.", "User began painting landscapes.", "time_change"),
+        ("User is saving for a car.", "User has finished saving for a car.", "time_change"),
         # a modal on one side only: possible, able, advised or required, not so
         ("User might move to Lisbon.", "User is moving to Lisbon.", "time_change"),
         ("The release may be delayed.", "The release was delayed.", "time_change"),
