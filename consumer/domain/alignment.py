@@ -98,6 +98,9 @@ class Word:
     # Where the word attaches: its head's key, or for a preposition's object the
     # key of what the preposition modifies ("live ... in Greece" -> "live").
     anchor: str = ""
+    # A modifier's phrase: the key of the word its chain of modifiers ends at
+    # ("senior" of "senior frontend engineers" -> "engineer").
+    phrase: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,9 +274,16 @@ def _words(doc: Doc) -> AlignedText:
                 bare_present=verb and _takes_bare_present(token),
                 particle=_particle(token) if verb else "",
                 anchor=_anchor(token),
+                phrase=_phrase(token),
             )
         )
     return AlignedText(tuple(words))
+
+
+def _phrase(token: Token) -> str:
+    while (token.dep_ in _MODIFIER_DEPS or token.dep_ == "poss") and token.head is not token:
+        token = token.head
+    return _key(token)
 
 
 def _anchor(token: Token) -> str:
@@ -426,7 +436,7 @@ def _judge(
     if len(left) <= _MAX_SWAP and len(right) <= _MAX_SWAP:
         for x in left:
             for y in right:
-                if _kind(x) == _kind(y) and _kind(x):
+                if _kind(x) == _kind(y) and _kind(x) and _same_slot(x, y):
                     return _veto("value_change", f"'{x.key}' vs '{y.key}' ({x.dep})")
     return None
 
@@ -601,3 +611,10 @@ async def load_aligner(enabled: bool, model: str = SPACY_MODEL) -> PairAligner |
     aligner = PairAligner(model)
     await asyncio.to_thread(aligner.warm_up)
     return aligner
+
+
+def _same_slot(x: Word, y: Word) -> bool:
+    """Two unmatched modifiers fill one slot when they modify the same phrase:
+    "senior" / "staff" of "backend engineer", not "development" of "work" and
+    "preferred" of "language"."""
+    return _kind(x) != "modifier" or x.phrase == y.phrase

@@ -112,6 +112,15 @@ def test_a_changed_fact_is_vetoed_with_its_kind(
         ("User must renew the visa by June.", "User has to renew the visa by June."),
         ("User needs to renew the visa by June.", "User must renew the visa by June."),
         ("User takes the train so they can read.", "User takes the train in order to read."),
+        # modifiers of different phrases do not stand in for each other
+        (
+            "User prefers Go for cloud infrastructure work",
+            "Go is the user's preferred language for cloud work",
+        ),
+        (
+            "User uses Vim for quick config edits",
+            "Vim is the user's favourite editor for config edits",
+        ),
         ("User set up the router.", "User set the router up."),
         ("User works on the billing team.", "User works in the billing team."),
         ("User knits scarves for friends.", "I knit scarves for friends."),
