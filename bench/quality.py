@@ -192,13 +192,17 @@ def evaluate_set(
     pipeline_us = round((time.perf_counter() - started) / max(len(pairs), 1) * 1e6, 1)
     guard_vetoed = np.array([f.vetoed for f in guard_facts], dtype=np.bool_)
     by_guard: dict[str, list[int]] = {}
-    for pair, fact, guard_fact in zip(pairs, facts, guard_facts, strict=True):
+    for pair, fact, similarity in zip(pairs, facts, scores, strict=True):
         if fact.vetoed:
             veto = pair_veto(
-                pair.existing, pair.new, 1.0, guards=True, verifier=verifier, aligner=aligner
+                pair.existing,
+                pair.new,
+                float(similarity),
+                guards=True,
+                verifier=verifier,
+                aligner=aligner,
             )
             name_ = veto.guard.value if veto is not None else "verifier"
-            assert veto is not None or not guard_fact.vetoed
             counts = by_guard.setdefault(name_, [0, 0])
             counts[0 if pair.duplicate else 1] += 1
     exact = np.array([f.exact for f in facts], dtype=np.bool_)

@@ -1,0 +1,66 @@
+"""bench/quality.py end to end on a few labelled pairs, with the real model, the
+guards, the alignment, the verifier and the cross-encoder (every figure it
+prints is computed, nothing asserts on their values here)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+
+PAIRS = [
+    # (existing, new, label, split)
+    ("User keeps bees.", "I keep bees.", "duplicate", "train"),
+    ("User keeps bees.", "User keeps bees in two hives on the shed roof.", "duplicate", "dev"),
+    ("User keeps bees in three hives.", "User keeps bees in two hives.", "distinct", "train"),
+    ("User bakes rye bread.", "User bakes spelt bread.", "distinct", "test"),
+    ("User cycles to work.", "I cycle to work.", "duplicate", "test"),
+    ("User's rent is $900 a month.", "User's rent is €900 a month.", "distinct", "dev"),
+]
+
+
+def test_quality_bench_reports_every_set(tmp_path: Path) -> None:
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    rows = [
+        {"existing": e, "new": n, "label": label, "split": split, "group": f"g{i}"}
+        for i, (e, n, label, split) in enumerate(PAIRS)
+    ]
+    (memory / "pairs.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    shipped = tmp_path / "shipped.jsonl"
+    shipped.write_text("\n".join(json.dumps(r) for r in rows[:4]) + "\n")
+    out = tmp_path / "quality.json"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "bench/quality.py",
+            "--no-public",
+            "--memory-dir",
+            str(memory),
+            "--pairs",
+            str(shipped),
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
+        env={**os.environ, "MEMDEDUP_QDRANT__PATH": str(tmp_path / "data"), "HF_HUB_OFFLINE": "1"},
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    document = json.loads(out.read_text())
+    names = [s["name"] for s in document["sets"]]
+    assert names == ["memory-test", "memory-train+dev", "shipped"]
+    sizes = {s["name"]: s["pairs"] for s in document["sets"]}
+    assert sizes == {"memory-test": 2, "memory-train+dev": 4, "shipped": 4}
+    assert "memory-test" in result.stdout
