@@ -4,6 +4,7 @@ prints is computed, nothing asserts on their values here)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -11,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from consumer.quality.pairs import split_of
 
 pytestmark = pytest.mark.integration
 
@@ -30,10 +33,11 @@ PAIRS = [
 def test_quality_bench_reports_every_set(tmp_path: Path) -> None:
     memory = tmp_path / "memory"
     memory.mkdir()
-    rows = [
-        {"existing": e, "new": n, "label": label, "split": split, "group": f"g{i}"}
-        for i, (e, n, label, split) in enumerate(PAIRS)
-    ]
+    names = (f"g{i}" for i in itertools.count())
+    rows = []
+    for e, n, label, split in PAIRS:
+        group = next(g for g in names if split_of(g) == split)  # a split is fixed by its group
+        rows.append({"existing": e, "new": n, "label": label, "split": split, "group": group})
     (memory / "pairs.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     shipped = tmp_path / "shipped.jsonl"
     shipped.write_text("\n".join(json.dumps(r) for r in rows[:4]) + "\n")
