@@ -23,6 +23,14 @@ PAIRS = [
     # (existing, new, label, split)
     ("User keeps bees.", "I keep bees.", "duplicate", "train"),
     ("User keeps bees.", "User keeps bees in two hives on the shed roof.", "duplicate", "dev"),
+    # a quantity that comes with an added detail: the guards alone veto it, the
+    # alignment lifts that veto and the verifier may still keep the pair apart
+    (
+        "The team holds a weekly design review.",
+        "The team holds a two-hour weekly design review.",
+        "duplicate",
+        "train",
+    ),
     ("User keeps bees in three hives.", "User keeps bees in two hives.", "distinct", "train"),
     ("User bakes rye bread.", "User bakes spelt bread.", "distinct", "test"),
     ("User cycles to work.", "I cycle to work.", "duplicate", "test"),
@@ -66,5 +74,5 @@ def test_quality_bench_reports_every_set(tmp_path: Path) -> None:
     names = [s["name"] for s in document["sets"]]
     assert names == ["memory-test", "memory-train+dev", "shipped"]
     sizes = {s["name"]: s["pairs"] for s in document["sets"]}
-    assert sizes == {"memory-test": 2, "memory-train+dev": 4, "shipped": 4}
+    assert sizes == {"memory-test": 2, "memory-train+dev": 5, "shipped": 4}
     assert "memory-test" in result.stdout
