@@ -28,9 +28,12 @@ def aligner() -> PairAligner:
     return PairAligner()
 
 
-async def decide_after_stored(store: MemoryStore, engine: DedupEngine, *texts: str) -> Outcome:
+async def decide_after_stored(
+    store: MemoryStore, engine: DedupEngine, *texts: str, stored: str = STORED
+) -> Outcome:
+    """Decide `stored`, then each text in turn; the last outcome."""
     outcome: Outcome | None = None
-    for offset, text in enumerate((STORED, *texts)):
+    for offset, text in enumerate((stored, *texts)):
         plan = await engine.decide(
             0, [make_candidate(event_id=f"e{offset}", content=text, offset=offset)]
         )
@@ -165,13 +168,7 @@ async def test_a_changed_quantity_is_vetoed_with_the_aligner(
     embedder.set(COUNTED, base_vector())
     embedder.set(COUNT_CHANGED, unit_vector(0.95, axis=1))
     engine = make_engine(aligner=aligner)
-    for offset, text in enumerate((COUNTED, COUNT_CHANGED)):
-        plan = await engine.decide(
-            0, [make_candidate(event_id=f"c{offset}", content=text, offset=offset)]
-        )
-        await store.write(0, list(plan.writes.values()), [])
-        engine.commit(plan)
-    outcome = plan.outcomes[0]
+    outcome = await decide_after_stored(store, engine, COUNT_CHANGED, stored=COUNTED)
     assert outcome.decision is Decision.ACCEPTED
     assert outcome.guard is not None
     assert outcome.guard.veto.guard is GuardName.NUMBERS

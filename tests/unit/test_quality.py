@@ -13,6 +13,8 @@ import yaml
 
 from consumer.cli.main import main
 from consumer.domain.alignment import PairAligner
+from consumer.domain.dedup import DedupEngine
+from consumer.domain.models import Outcome
 from consumer.domain.normalize import content_hash, normalize_content
 from consumer.domain.thresholds import Bands, ThresholdPolicy
 from consumer.ports import MemoryStore
@@ -204,6 +206,26 @@ def test_exact_repeats_are_skipped_whatever_the_similarity() -> None:
     assert not is_exact("C#", "C")
 
 
+async def _decide_second(
+    engine: DedupEngine,
+    embedder: FakeEmbedder,
+    store: MemoryStore,
+    existing: str,
+    new: str,
+    similarity: float,
+) -> Outcome:
+    """Store `existing`, then decide `new` placed at `similarity` from it."""
+    embedder.set(existing, base_vector())
+    if not is_exact(existing, new):
+        embedder.set(new, unit_vector(similarity, axis=1))
+    first = await engine.decide(0, [make_candidate(event_id="e1", content=existing)])
+    await store.write(0, list(first.writes.values()), [])
+    engine.commit(first)
+    second = await engine.decide(0, [make_candidate(event_id="e2", content=new, offset=1)])
+    [outcome] = second.outcomes
+    return outcome
+
+
 RULE_CASES = [
     ("User prefers dark mode", "User likes dark themes", 0.97, True),
     ("User prefers dark mode", "User likes dark themes", 0.90, True),
@@ -229,16 +251,8 @@ async def test_decide_pair_agrees_with_the_engine(
     guards: bool,
 ) -> None:
     """The same pair through DedupEngine (store the first, decide the second)."""
-    policy = ThresholdPolicy(default=BANDS)
-    engine = make_engine(policy=policy, guards=guards)
-    embedder.set(existing, base_vector())
-    if not is_exact(existing, new):
-        embedder.set(new, unit_vector(similarity, axis=1))
-    first = await engine.decide(0, [make_candidate(event_id="e1", content=existing)])
-    await store.write(0, list(first.writes.values()), [])
-    engine.commit(first)
-    second = await engine.decide(0, [make_candidate(event_id="e2", content=new, offset=1)])
-    [outcome] = second.outcomes
+    engine = make_engine(policy=ThresholdPolicy(default=BANDS), guards=guards)
+    outcome = await _decide_second(engine, embedder, store, existing, new, similarity)
 
     expected = decide_pair(existing, new, similarity, BANDS, guards=guards)
     assert outcome.decision is expected.decision
@@ -270,15 +284,8 @@ async def test_decide_pair_agrees_with_the_engine_with_the_alignment(
     new: str,
     similarity: float,
 ) -> None:
-    policy = ThresholdPolicy(default=BANDS)
-    engine = make_engine(policy=policy, aligner=aligner)
-    embedder.set(existing, base_vector())
-    embedder.set(new, unit_vector(similarity, axis=1))
-    first = await engine.decide(0, [make_candidate(event_id="e1", content=existing)])
-    await store.write(0, list(first.writes.values()), [])
-    engine.commit(first)
-    second = await engine.decide(0, [make_candidate(event_id="e2", content=new, offset=1)])
-    [outcome] = second.outcomes
+    engine = make_engine(policy=ThresholdPolicy(default=BANDS), aligner=aligner)
+    outcome = await _decide_second(engine, embedder, store, existing, new, similarity)
 
     expected = decide_pair(existing, new, similarity, BANDS, aligner=aligner)
     assert outcome.decision is expected.decision
