@@ -2,22 +2,24 @@
 
 The guards in `consumer.domain.guards` read surface patterns; this module reads
 the parse of both texts, aligns their content words (same lemma, the same
-person, an abbreviation of the other) and judges what stays unmatched and in
-which role:
+person, then an abbreviation or spelling of the other) and judges what stays
+unmatched and in which role:
 
-- **value change**: each side has an unmatched word in the same slot (the same
-  dependency relation under the same aligned head, or both proper names):
-  "lives in Porto" / "lives in Faro", "window seat" / "aisle seat";
+- **value change**: a few words swapped for as many in the same kind of slot (a
+  noun's slot, whatever the tag; a modifier of the same phrase; a verb), or a
+  phrasal verb's particle changed: "lives in Porto" / "lives in Faro", "window
+  seat" / "aisle seat", "turned on" / "turned off";
 - **role change**: an aligned noun changes role (subject / object / the
   preposition that introduces it): "sublets a flat to Ana" / "from Ana";
 - **negation**: a negation attached on one side only;
-- **time change**: the same verb in another tense, or a modal / "used to" /
-  "plans to" frame on one side only.
+- **time change**: the same verb in another tense (a change of person, "knits"
+  / "I knit", is none), or a modal ("might move"), "used to", "plans to",
+  "finished" frame on one side only.
 
-`equivalent` is true when nothing at all is unmatched and every participant
-keeps its role: only then may a semantic skip drop the new text (a merge keeps
-it). Quantities (numbers, dates, times)
-are left to the numbers guard. The parser is loaded once and parses are cached
+`equivalent` is true when nothing at all is unmatched, every participant keeps
+its role and every word stays attached where its partner is: only then may a
+semantic skip drop the new text (a merge keeps it). Quantities (numbers, dates,
+times) are left to the numbers guard. The parser is loaded once and parses are cached
 per text; callers run `check` off the event loop (it is CPU work).
 
 One module because reading a parse into words and judging two texts' words are
@@ -281,12 +283,14 @@ def _words(doc: Doc) -> AlignedText:
 
 
 def _phrase(token: Token) -> str:
+    """The key of the word a chain of modifiers (and possessors) ends at."""
     while (token.dep_ in _MODIFIER_DEPS or token.dep_ == "poss") and token.head is not token:
         token = token.head
     return _key(token)
 
 
 def _anchor(token: Token) -> str:
+    """The key of the word `token` attaches to, through its preposition if any."""
     head = token.head
     if token.dep_ == "pobj" and head.head is not head:
         head = head.head
@@ -391,8 +395,8 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
     veto = _judge(matched, left, right)
     # Equivalent: every word matched, every participant in the same role, and every
     # word attached where its partner is (the same words in another order can say
-    # another thing: "jumps forward and swings around" / "jumps around and swings
-    # forward", "in Greece, some in Bulgaria" / "in Bulgaria, some in Greece").
+    # another thing: "walks fast and talks slowly" / "walks slowly and talks fast",
+    # "lives in Porto, some in Braga" / "lives in Braga, some in Porto").
     same_roles = all(x.role == y.role for x, y in matched if _kind(x) == "name")
     same_places = all(x.anchor == y.anchor for x, y in matched)
     equivalent = not left and not right and same_roles and same_places
@@ -489,6 +493,13 @@ def _kind(word: Word) -> str:
     if word.pos in _SWAP_POS:
         return word.pos
     return ""
+
+
+def _same_slot(x: Word, y: Word) -> bool:
+    """Two unmatched modifiers fill one slot when they modify the same phrase:
+    "senior" / "staff" of "backend engineer", not "development" of "work" and
+    "preferred" of "language"."""
+    return _kind(x) != "modifier" or x.phrase == y.phrase
 
 
 def _role_change(matched: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
@@ -611,10 +622,3 @@ async def load_aligner(enabled: bool, model: str = SPACY_MODEL) -> PairAligner |
     aligner = PairAligner(model)
     await asyncio.to_thread(aligner.warm_up)
     return aligner
-
-
-def _same_slot(x: Word, y: Word) -> bool:
-    """Two unmatched modifiers fill one slot when they modify the same phrase:
-    "senior" / "staff" of "backend engineer", not "development" of "work" and
-    "preferred" of "language"."""
-    return _kind(x) != "modifier" or x.phrase == y.phrase
