@@ -130,6 +130,21 @@ def decide_pair(
     )
     if veto is not None:
         return PairDecision(Decision.ACCEPTED, DecisionReason.NEW, similarity, None, veto)
+    return _allowed(existing, new, similarity, decision, threshold, bands, aligner)
+
+
+def _allowed(
+    existing: str,
+    new: str,
+    similarity: float,
+    decision: Decision,
+    threshold: float | None,
+    bands: Bands,
+    aligner: PairAligner | None,
+) -> PairDecision:
+    """An allowed match's decision once the alignment is read (`Bands.after_alignment`):
+    a skip of texts that do not align becomes a merge, and "fact plus a detail"
+    is accepted where the namespace keeps both."""
     if aligner is not None:
         alignment = aligner.check(existing.strip(), new)
         decision, threshold = bands.after_alignment(
@@ -173,18 +188,8 @@ def _rescue(
 ) -> PairDecision:
     """A pair in the rescue band: merged when `rescues`; a pair it does not rescue
     is accepted without a veto, as below any band."""
-    accepted = PairDecision(Decision.ACCEPTED, DecisionReason.NEW, similarity, None)
     if not rescues(existing, new, guards=guards, aligner=aligner, cross_encoder=cross_encoder):
-        return accepted
-    decision, threshold = Decision.MERGED, bands.rescue_threshold
-    if aligner is not None:
-        alignment = aligner.check(existing.strip(), new)
-        decision, threshold = bands.after_alignment(
-            decision,
-            threshold,
-            equivalent=alignment.equivalent,
-            detail_added=alignment.detail_added,
-        )
-        if decision is Decision.ACCEPTED:
-            return accepted
-    return PairDecision(decision, DecisionReason.SEMANTIC, similarity, threshold)
+        return PairDecision(Decision.ACCEPTED, DecisionReason.NEW, similarity, None)
+    return _allowed(
+        existing, new, similarity, Decision.MERGED, bands.rescue_threshold, bands, aligner
+    )
