@@ -64,6 +64,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from consumer.domain.normalize import normalize_content  # noqa: E402
+from consumer.embedding.cross_encoder import score_batch  # noqa: E402
 from consumer.quality.pairs import split_of  # noqa: E402
 
 DEFAULT_DATASETS_DIR: Final = REPO_ROOT.parent / "shared" / "datasets"
@@ -536,23 +537,10 @@ class OnnxScorer:
         self.tokenizer.no_padding()
 
     def score(self, pairs: Sequence[tuple[str, str]], batch: int = 32) -> list[float]:
+        inputs = {i.name for i in self.session.get_inputs()}
         out: list[float] = []
         for start in range(0, len(pairs), batch):
-            part = pairs[start : start + batch]
-            encs = self.tokenizer.encode_batch(list(part))
-            width = max(len(e.ids) for e in encs)
-            ids = np.zeros((len(encs), width), dtype=np.int64)
-            mask = np.zeros_like(ids)
-            types = np.zeros_like(ids)
-            for row, e in enumerate(encs):
-                n = len(e.ids)
-                ids[row, :n] = e.ids
-                mask[row, :n] = 1
-                types[row, :n] = e.type_ids
-            (logits,) = self.session.run(
-                ["logits"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-            )
-            out += (1.0 / (1.0 + np.exp(-logits[:, 0].astype(np.float64)))).tolist()
+            out += score_batch(self.session, self.tokenizer, pairs[start : start + batch], inputs)
         return out
 
 

@@ -22,7 +22,7 @@ import hashlib
 import importlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -44,6 +44,7 @@ __all__ = [
     "OnnxPairScorer",
     "build_cross_encoder",
     "load_cross_encoder",
+    "score_batch",
 ]
 
 log = structlog.get_logger(__name__)
@@ -129,23 +130,30 @@ class OnnxPairScorer:
         return out
 
     def _run(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        """One batch, padded to its longest pair."""
-        encodings = self._tokenizer.encode_batch(list(pairs))
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(encodings), width), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        types = np.zeros_like(ids)
-        for row, encoding in enumerate(encodings):
-            length = len(encoding.ids)
-            ids[row, :length] = encoding.ids
-            mask[row, :length] = 1
-            types[row, :length] = encoding.type_ids
-        feed = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in self._input_names:
-            feed["token_type_ids"] = types
-        (logits,) = self._session.run(["logits"], feed)
-        z = np.asarray(logits, dtype=np.float64)[:, 0]
-        return [float(p) for p in 1.0 / (1.0 + np.exp(-z))]
+        return score_batch(self._session, self._tokenizer, pairs, self._input_names)
+
+
+def score_batch(
+    session: Any, tokenizer: Tokenizer, pairs: Sequence[tuple[str, str]], input_names: Set[str]
+) -> list[float]:
+    """P(same fact) of one batch of text pairs, padded to its longest pair (the
+    texts as given: callers normalise). Shared with the training tools."""
+    encodings = tokenizer.encode_batch(list(pairs))
+    width = max(len(e.ids) for e in encodings)
+    ids = np.zeros((len(encodings), width), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    types = np.zeros_like(ids)
+    for row, encoding in enumerate(encodings):
+        length = len(encoding.ids)
+        ids[row, :length] = encoding.ids
+        mask[row, :length] = 1
+        types[row, :length] = encoding.type_ids
+    feed = {"input_ids": ids, "attention_mask": mask}
+    if "token_type_ids" in input_names:
+        feed["token_type_ids"] = types
+    (logits,) = session.run(["logits"], feed)
+    z = np.asarray(logits, dtype=np.float64)[:, 0]
+    return [float(p) for p in 1.0 / (1.0 + np.exp(-z))]
 
 
 def build_cross_encoder(
