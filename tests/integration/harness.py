@@ -259,6 +259,22 @@ async def read_outputs(
     return outputs
 
 
+async def decide_after_stored(
+    settings: Settings,
+    embedder: Any,
+    stored: Sequence[dict[str, Any]],
+    follow_up: Sequence[dict[str, Any]],
+) -> dict[str, list[dict[str, Any]]]:
+    """Run a consumer on an edge store: `stored` decided first, then `follow_up`;
+    every event's decisions."""
+    async with running_consumer(settings, embedder, await StoreFactory("edge", settings).open()):
+        await produce(settings, stored)
+        await read_outputs(settings, at_least=len(stored))
+        await produce(settings, follow_up)
+        outputs = await read_outputs(settings, at_least=len(stored) + len(follow_up))
+    return decisions_by_event(outputs, settings)
+
+
 def decisions_by_event(
     outputs: Sequence[Output], settings: Settings
 ) -> dict[str, list[dict[str, Any]]]:

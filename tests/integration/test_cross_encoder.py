@@ -12,14 +12,10 @@ from typing import Any
 import pytest
 
 from tests.integration.harness import (
-    StoreFactory,
-    decisions_by_event,
+    decide_after_stored,
     event,
     make_settings,
     only,
-    produce,
-    read_outputs,
-    running_consumer,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -38,12 +34,7 @@ FOLLOW_UP = [
 
 
 async def decide(settings: Any, embedder: Any) -> dict[str, list[dict[str, Any]]]:
-    async with running_consumer(settings, embedder, await StoreFactory("edge", settings).open()):
-        await produce(settings, STORED)
-        await read_outputs(settings, at_least=len(STORED))
-        await produce(settings, FOLLOW_UP)
-        outputs = await read_outputs(settings, at_least=len(STORED) + len(FOLLOW_UP))
-    return decisions_by_event(outputs, settings)
+    return await decide_after_stored(settings, embedder, STORED, FOLLOW_UP)
 
 
 async def test_the_cross_encoder_rescues_a_paraphrase_and_vetoes_another_fact(

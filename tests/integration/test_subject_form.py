@@ -10,14 +10,10 @@ from typing import Any
 import pytest
 
 from tests.integration.harness import (
-    StoreFactory,
-    decisions_by_event,
+    decide_after_stored,
     event,
     make_settings,
     only,
-    produce,
-    read_outputs,
-    running_consumer,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -39,12 +35,7 @@ SAME_FACT = {"p1": "s1", "p2": "s2", "p3": "s3"}
 
 async def decide(settings: Any, embedder: Any) -> dict[str, list[dict[str, Any]]]:
     follow_up = [event(i, text) for i, text in FIRST_PERSON.items()]
-    async with running_consumer(settings, embedder, await StoreFactory("edge", settings).open()):
-        await produce(settings, STORED)
-        await read_outputs(settings, at_least=len(STORED))
-        await produce(settings, follow_up)
-        outputs = await read_outputs(settings, at_least=len(STORED) + len(follow_up))
-    return decisions_by_event(outputs, settings)
+    return await decide_after_stored(settings, embedder, STORED, follow_up)
 
 
 async def test_first_person_meets_the_stored_memory(
