@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Any, Final
 
+from consumer.domain.units import CURRENCY_WORDS, is_unit_word
 from consumer.domain.vetoes import GuardName, GuardVeto
 
 if TYPE_CHECKING:  # spaCy is imported lazily: loading it costs a few hundred ms.
@@ -236,8 +237,8 @@ def _key(token: Token) -> str:
 def _words(doc: Doc) -> AlignedText:
     words = []
     for token in doc:
-        if token.like_num or any(ch.isdigit() for ch in token.text):
-            continue
+        if _is_quantity(token):
+            continue  # the numbers guard compares amounts, with their units
         key = _key(token)
         pos = _pos(token)
         verb = pos in {"VERB", "AUX"}
@@ -282,6 +283,33 @@ def _words(doc: Doc) -> AlignedText:
     return AlignedText(tuple(words))
 
 
+_FRACTION_WORDS: Final = frozenset({"half", "quarter", "third"})
+
+
+def _quantified_unit(token: Token) -> bool:
+    """A unit or currency that an amount measures ("8 weeks", "a 14-day trial",
+    "half an hour", "4,800 dollars"), or the fraction of one ("a quarter of an
+    hour"): the numbers guard, which runs first, has compared it with its amount
+    in canonical units ("8 weeks" = "56 days"), so the alignment leaves it out.
+    A unit with no amount ("every week") stays."""
+    low = token.lower_
+    if low in _FRACTION_WORDS:
+        return any(
+            c.lower_ == "of" and any(_quantified_unit(o) for o in c.children)
+            for c in token.children
+        )
+    if not (is_unit_word(low) or is_unit_word(token.lemma_.lower()) or low in CURRENCY_WORDS):
+        return False
+    if any(c.like_num or c.lower_ in _FRACTION_WORDS for c in token.children):
+        return True
+    head = token.head  # "a quarter of an hour"
+    return token.dep_ == "pobj" and head.lower_ == "of" and head.head.lower_ in _FRACTION_WORDS
+
+
+def _is_quantity(token: Token) -> bool:
+    return token.like_num or any(ch.isdigit() for ch in token.text) or _quantified_unit(token)
+
+
 def _phrase(token: Token) -> str:
     """The key of the word a chain of modifiers (and possessors) ends at."""
     while (token.dep_ in _MODIFIER_DEPS or token.dep_ == "poss") and token.head is not token:
@@ -290,9 +318,12 @@ def _phrase(token: Token) -> str:
 
 
 def _anchor(token: Token) -> str:
-    """The key of the word `token` attaches to, through its preposition if any."""
+    """The key of the word `token` attaches to, through its preposition if any,
+    and through an amount ("$900 a month" / "900 dollars a month")."""
     head = token.head
     if token.dep_ == "pobj" and head.head is not head:
+        head = head.head
+    while _is_quantity(head) and head.head.i != head.i:
         head = head.head
     return _key(head)
 

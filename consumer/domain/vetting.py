@@ -35,15 +35,29 @@ def guard_veto_after_alignment(
 ) -> GuardVeto | None:
     """The guards' veto once the alignment is known: quantities that come with an
     added detail (nothing of the stored text missing or changed) are that detail,
-    so only the other guards are asked."""
-    if (
-        numbers_may_be_detail(veto, existing, new)
-        and alignment is not None
-        and alignment.veto is None
-        and alignment.detail_added
-    ):
+    and words the word-order guard finds moved are not a changed fact when the
+    alignment finds every word in its partner's role and place ("In 2019 the user
+    went diving" / "User went diving in 2019"); then only the other guards are
+    asked."""
+    if alignment is None or alignment.veto is not None:
+        return veto
+    if numbers_may_be_detail(veto, existing, new) and alignment.detail_added:
         return check_pair(existing, new, numbers=False)
+    if order_may_be_paraphrase(veto) and alignment.equivalent:
+        return check_pair(existing, new, word_order=False)
     return veto
+
+
+def order_may_be_paraphrase(veto: GuardVeto | None) -> bool:
+    """Whether a guard's veto is the word-order guard's: its word lists cannot
+    tell words moved with their roles ("In 2019 the user went diving", a passive
+    with its agent) from roles traded; the parse alignment can."""
+    return veto is not None and veto.guard is GuardName.WORD_ORDER
+
+
+def may_be_lifted(veto: GuardVeto | None, existing: str, new: str) -> bool:
+    """Whether the alignment may lift a guard's veto (`guard_veto_after_alignment`)."""
+    return numbers_may_be_detail(veto, existing, new) or order_may_be_paraphrase(veto)
 
 
 class MatchVetter:
@@ -225,7 +239,7 @@ class MatchVetter:
         if not self._guards:
             return None
         veto = check_pair(existing, new)
-        if not numbers_may_be_detail(veto, existing, new):
+        if not may_be_lifted(veto, existing, new):
             return veto
         alignment = await self._alignment(existing, new)
         return guard_veto_after_alignment(veto, existing, new, alignment)

@@ -34,7 +34,7 @@ from consumer.domain.normalize import content_hash, normalize_content
 from consumer.domain.thresholds import Bands
 from consumer.domain.verifier import PairJudge
 from consumer.domain.vetoes import GuardVeto
-from consumer.domain.vetting import guard_veto_after_alignment, numbers_may_be_detail
+from consumer.domain.vetting import guard_veto_after_alignment, may_be_lifted
 from schemas import Decision, DecisionReason
 
 __all__ = ["PairDecision", "decide_pair", "is_exact", "pair_veto", "rescues"]
@@ -87,7 +87,7 @@ def pair_veto(
 def _guard_veto(existing: str, new: str, aligner: PairAligner | None) -> GuardVeto | None:
     """The guards' veto as `MatchVetter._guard_veto` asks it."""
     veto = check_pair(existing, new)
-    if aligner is None or not numbers_may_be_detail(veto, existing, new):
+    if aligner is None or not may_be_lifted(veto, existing, new):
         return veto
     return guard_veto_after_alignment(veto, existing, new, aligner.check(existing, new))
 

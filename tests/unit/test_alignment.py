@@ -84,6 +84,8 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ("User keeps notes in todo.txt.", "User keeps notes in a notebook.", "value_change"),
         # a bare form after a singular third person is past tense
         ("User's rent costs $900.", "User cancelled the flat, which cost $900.", "time_change"),
+        # a unit with no amount is a word like any other
+        ("User swims every week.", "User swims every day.", "value_change"),
     ],
 )
 def test_a_changed_fact_is_vetoed_with_its_kind(
@@ -131,6 +133,25 @@ def test_a_changed_fact_is_vetoed_with_its_kind(
 )
 def test_the_same_fact_in_other_words_passes(aligner: PairAligner, existing: str, new: str) -> None:
     assert aligner.check(existing, new).veto is None
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        ("User donates blood every 8 weeks.", "User donates blood every 56 days."),
+        ("User practises piano for 30 minutes.", "User practises piano for half an hour."),
+        ("Standup lasts 15 minutes.", "Standup lasts a quarter of an hour."),
+        ("The team ran a 14-day trial of Rollbar.", "The team ran a two-week trial of Rollbar."),
+        ("User's rent is $900 a month.", "User's rent is 900 dollars a month."),
+    ],
+)
+def test_a_unit_with_its_amount_is_left_to_the_numbers_guard(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    # The numbers guard, which runs first, compares "8 weeks" with "56 days".
+    alignment = aligner.check(existing, new)
+    assert alignment.veto is None
+    assert alignment.equivalent
 
 
 def test_only_texts_that_align_word_for_word_are_equivalent(aligner: PairAligner) -> None:

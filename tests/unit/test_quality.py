@@ -17,6 +17,7 @@ from consumer.domain.dedup import DedupEngine
 from consumer.domain.models import Outcome
 from consumer.domain.normalize import content_hash, normalize_content
 from consumer.domain.thresholds import Bands, ThresholdPolicy
+from consumer.domain.vetoes import GuardName
 from consumer.ports import MemoryStore
 from consumer.quality.calibrate import (
     ALL_PAIRS,
@@ -266,6 +267,9 @@ ALIGNED_CASES = [
     ("User keeps bees in three hives.", "User keeps bees in two hives.", 0.95),
     ("User keeps bees.", "User keeps two bees.", 0.95),
     ("User keeps bees.", "User no longer keeps bees.", 0.90),
+    # words the word-order guard finds moved: with their roles, and traded
+    ("User visited Kyoto in April 2023.", "In April 2023, Kyoto was visited by the user.", 0.95),
+    ("Hana coaches Tomas at chess on Mondays.", "On Mondays, Tomas coaches Hana at chess.", 0.95),
 ]
 
 
@@ -293,6 +297,21 @@ async def test_decide_pair_agrees_with_the_engine_with_the_alignment(
     if expected.veto is not None:
         assert outcome.guard is not None
         assert outcome.guard.veto == expected.veto
+
+
+def test_the_alignment_lifts_a_word_order_veto_only_for_words_moved_with_their_roles(
+    aligner: PairAligner,
+) -> None:
+    moved = ("User visited Kyoto in April 2023.", "In April 2023, Kyoto was visited by the user.")
+    without = decide_pair(*moved, 0.95, BANDS)
+    assert without.veto is not None
+    assert without.veto.guard is GuardName.WORD_ORDER
+    assert decide_pair(*moved, 0.95, BANDS, aligner=aligner).duplicate
+
+    traded = ("Hana coaches Tomas at chess on Mondays.", "On Mondays, Tomas coaches Hana at chess.")
+    kept = decide_pair(*traded, 0.95, BANDS, aligner=aligner)
+    assert not kept.duplicate
+    assert kept.veto is not None
 
 
 # --------------------------------------------------------------------------

@@ -36,12 +36,15 @@ def _features(text: str) -> _Features:
     return _Features(_quantities(prepared), _analyse_words(prepared.casefold()))
 
 
-def check_pair(existing: str, new: str, *, numbers: bool = True) -> GuardVeto | None:
+def check_pair(
+    existing: str, new: str, *, numbers: bool = True, word_order: bool = True
+) -> GuardVeto | None:
     """Veto a semantic skip/merge of ``new`` into ``existing``, or None to allow it.
 
     Guards run in order numbers, negation, word order; the first veto wins.
     ``numbers=False`` leaves the numbers guard out (for a pair whose quantities
-    are an added detail: `adds_quantities`).
+    are an added detail: `adds_quantities`); ``word_order=False`` the word-order
+    guard (for a pair the parse alignment finds the same words in the same roles).
     """
     if existing == new:
         return None
@@ -49,7 +52,7 @@ def check_pair(existing: str, new: str, *, numbers: bool = True) -> GuardVeto | 
     return (
         (_numbers_veto(fa.quantities, fb.quantities) if numbers else None)
         or _negation_veto(fa.words, fb.words)
-        or _word_order_veto(fa.words, fb.words)
+        or (_word_order_veto(fa.words, fb.words) if word_order else None)
         or _relation_veto(fa.words, fb.words)
     )
 
