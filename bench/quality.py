@@ -544,6 +544,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             OnnxPairScorer.load(),
             veto_below=ce_settings.veto_below,
             rescue_from=ce_settings.rescue_from,
+            reworded_below=ce_settings.reworded_below,
             cache_size=1_000_000,
         )
     results = [

@@ -120,6 +120,11 @@ class CrossEncoderSettings(BaseModel):
     rescue_from: Unit = 0.70
     # ... and its cosine at or above this (and below the namespace's merge threshold).
     rescue_threshold: Unit = 0.47
+    # A match that the parse alignment finds reworded (words of each text left
+    # unmatched) is kept apart unless P(same fact) is at least this: the parse
+    # cannot vouch for such a pair, so the model must find it more likely the same
+    # fact than not (the classifier's own decision boundary, not a tuned value).
+    reworded_below: Unit = 0.5
 
 
 class DedupSettings(BandSettings):

@@ -129,6 +129,12 @@ class Alignment:
         text is missing, nothing changed, and the new one has more words."""
         return self.veto is None and self.unmatched_existing == 0 and self.unmatched_new > 0
 
+    @property
+    def reworded(self) -> bool:
+        """Words of each text are left unmatched: the alignment cannot vouch that
+        nothing changed ("on their balcony" / "in a community garden plot")."""
+        return self.unmatched_existing > 0 and self.unmatched_new > 0
+
 
 _BARE_PRESENT_PRONOUNS: Final = frozenset({"i", "we", "you", "they"})
 _PRESENT_CONTRACTIONS: Final = frozenset({"'ve", "\u2019ve", "'m", "\u2019m", "'re", "\u2019re"})

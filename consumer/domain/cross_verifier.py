@@ -7,7 +7,9 @@ reach the precision the service needs. So it is used in two narrow ways (rule (d
 of tools/eval_cross_encoder.py, chosen on the memory pairs' dev split only):
 
 - **veto**: a match that reached a band and that the guards, the alignment and
-  the gray-zone verifier allowed is kept apart when P(same fact) < `veto_below`;
+  the gray-zone verifier allowed is kept apart when P(same fact) < `veto_below`,
+  or < `reworded_below` when the alignment found it reworded (unmatched words on
+  both sides: the parse cannot vouch for it, so the model must);
 - **rescue**: when no match reached an allowed band, the best candidate with
   cosine in [`rescue_threshold`, merge threshold) that no guard vetoes is merged
   (never skipped) when P(same fact) >= `rescue_from` and the alignment does not
@@ -53,14 +55,21 @@ class CrossEncoderVerifier:
         *,
         veto_below: float,
         rescue_from: float,
+        reworded_below: float | None = None,
         cache_size: int = _CACHE_SIZE,
     ) -> None:
-        for name, value in (("veto_below", veto_below), ("rescue_from", rescue_from)):
+        reworded_below = veto_below if reworded_below is None else reworded_below
+        for name, value in (
+            ("veto_below", veto_below),
+            ("rescue_from", rescue_from),
+            ("reworded_below", reworded_below),
+        ):
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be within 0..1, got {value}")
         self._scorer = scorer
         self._veto_below = veto_below
         self._rescue_from = rescue_from
+        self._reworded_below = max(reworded_below, veto_below)
         self._cache: OrderedDict[tuple[str, str], float] = OrderedDict()
         self._cache_size = cache_size
 
@@ -71,6 +80,13 @@ class CrossEncoderVerifier:
     @property
     def rescue_from(self) -> float:
         return self._rescue_from
+
+    @property
+    def reworded_below(self) -> float:
+        return self._reworded_below
+
+    def _veto_cut(self, reworded: bool) -> float:
+        return self._reworded_below if reworded else self._veto_below
 
     def probability(self, existing: str, new: str) -> float:
         """P(same fact) of one pair; blocking on a cache miss."""
@@ -97,12 +113,18 @@ class CrossEncoderVerifier:
             return cached
         return await asyncio.to_thread(self.probability, existing, new)
 
-    def judge(self, existing: str, new: str, similarity: float) -> Verdict:
-        """The veto of a band match: same fact unless P < veto_below."""
-        return self._verdict(self.probability(existing, new), self._veto_below)
+    def judge(
+        self, existing: str, new: str, similarity: float, *, reworded: bool = False
+    ) -> Verdict:
+        """The veto of a band match: same fact unless P < veto_below (reworded_below
+        for a pair the alignment found `reworded`)."""
+        return self._verdict(self.probability(existing, new), self._veto_cut(reworded))
 
-    async def verify(self, existing: str, new: str, similarity: float) -> Verdict:
-        return self._verdict(await self.probability_async(existing, new), self._veto_below)
+    async def verify(
+        self, existing: str, new: str, similarity: float, *, reworded: bool = False
+    ) -> Verdict:
+        p = await self.probability_async(existing, new)
+        return self._verdict(p, self._veto_cut(reworded))
 
     def judge_rescue(self, existing: str, new: str) -> Verdict:
         """Whether a pair below the merge band is the same fact: P >= rescue_from."""

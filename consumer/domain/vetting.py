@@ -121,7 +121,7 @@ class MatchVetter:
             if veto is None:
                 veto = await self._verifier_veto(memory, candidate, match.score)
             if veto is None:
-                veto = await self._cross_encoder_veto(memory, candidate)
+                veto = await self._cross_encoder_veto(memory, candidate, alignment)
             if veto is None:
                 if alignment is not None:
                     decision, threshold = bands.after_alignment(
@@ -198,7 +198,7 @@ class MatchVetter:
             return True
         if await self._verifier_veto(memory, candidate, similarity) is not None:
             return True
-        return await self._cross_encoder_veto(memory, candidate) is not None
+        return await self._cross_encoder_veto(memory, candidate, alignment) is not None
 
     async def prime(self, candidates: Sequence[Candidate], state: BatchState) -> None:
         """Parse, in one batch, the texts of every candidate whose stored neighbour
@@ -262,13 +262,17 @@ class MatchVetter:
         return verdict.veto()
 
     async def _cross_encoder_veto(
-        self, memory: MemoryRecord, candidate: Candidate
+        self, memory: MemoryRecord, candidate: Candidate, alignment: Alignment | None
     ) -> GuardVeto | None:
         """The cross-encoder's "different fact" on a band match, as a verifier veto
-        whose detail names it; None when it agrees or is off."""
+        whose detail names it (with the stricter cut for a pair the alignment found
+        reworded); None when it agrees or is off."""
         if self._cross_encoder is None:
             return None
-        verdict = await self._cross_encoder.verify(memory.content, candidate.event.content, 0.0)
+        reworded = alignment is not None and alignment.reworded
+        verdict = await self._cross_encoder.verify(
+            memory.content, candidate.event.content, 0.0, reworded=reworded
+        )
         return verdict.veto()
 
     def _reviewed_veto(self, candidate: Candidate, memory: MemoryRecord) -> GuardVeto | None:

@@ -170,10 +170,14 @@ def build_cross_encoder(
         veto_below=settings.veto_below,
         rescue_from=settings.rescue_from,
         rescue_threshold=settings.rescue_threshold,
+        reworded_below=settings.reworded_below,
         duration_ms=round((time.perf_counter() - started) * 1000, 1),
     )
     return CrossEncoderVerifier(
-        scorer, veto_below=settings.veto_below, rescue_from=settings.rescue_from
+        scorer,
+        veto_below=settings.veto_below,
+        rescue_from=settings.rescue_from,
+        reworded_below=settings.reworded_below,
     )
 
 

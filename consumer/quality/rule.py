@@ -75,12 +75,14 @@ def pair_veto(
     is the event content stripped)."""
     existing = existing.strip()
     veto = _guard_veto(existing, new, aligner) if guards else None
-    if veto is None and aligner is not None:
-        veto = aligner.check(existing, new).veto
+    alignment = aligner.check(existing, new) if veto is None and aligner is not None else None
+    if alignment is not None:
+        veto = alignment.veto
     if veto is None and verifier is not None:
         veto = verifier.judge(existing, new, similarity).veto()
     if veto is None and cross_encoder is not None:
-        veto = cross_encoder.judge(existing, new, similarity).veto()
+        reworded = alignment is not None and alignment.reworded
+        veto = cross_encoder.judge(existing, new, similarity, reworded=reworded).veto()
     return veto
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from consumer.app.factory import threshold_policy
+from consumer.domain.alignment import PairAligner
 from consumer.domain.cross_verifier import CrossEncoderVerifier
 from consumer.domain.dedup import DedupEngine
 from consumer.domain.models import Outcome
@@ -54,7 +55,10 @@ def cross(p: float) -> CrossEncoderVerifier:
     """A cross-encoder with the default cuts that answers `p` for every pair."""
     defaults = CrossEncoderSettings()
     return CrossEncoderVerifier(
-        ConstantScorer(p), veto_below=defaults.veto_below, rescue_from=defaults.rescue_from
+        ConstantScorer(p),
+        veto_below=defaults.veto_below,
+        rescue_from=defaults.rescue_from,
+        reworded_below=defaults.reworded_below,
     )
 
 
@@ -93,6 +97,22 @@ def test_the_cache_is_bounded() -> None:
 def test_thresholds_must_be_probabilities() -> None:
     with pytest.raises(ValueError, match="veto_below"):
         CrossEncoderVerifier(FakeScorer(), veto_below=1.5, rescue_from=0.34)
+    with pytest.raises(ValueError, match="reworded_below"):
+        CrossEncoderVerifier(FakeScorer(), veto_below=0.07, rescue_from=0.7, reworded_below=2.0)
+
+
+def test_a_reworded_pair_needs_even_odds() -> None:
+    verifier = cross(0.3)
+    assert verifier.judge("a", "b", 0.9).same_fact
+    reworded = verifier.judge("a", "b", 0.9, reworded=True)
+    assert not reworded.same_fact
+    assert reworded.detail == "P(same fact) 0.300 < 0.5"
+    assert cross(0.5).judge("a", "b", 0.9, reworded=True).same_fact
+    # Never laxer than the plain veto, and the plain veto when not given.
+    strict = CrossEncoderVerifier(FakeScorer(), veto_below=0.6, rescue_from=0.7, reworded_below=0.5)
+    assert strict.reworded_below == 0.6
+    plain = CrossEncoderVerifier(FakeScorer(), veto_below=0.07, rescue_from=0.7)
+    assert plain.reworded_below == 0.07
 
 
 # The bands ------------------------------------------------------------------------
@@ -128,19 +148,23 @@ async def decide_after_stored(
     similarity: float,
     cross_encoder: CrossEncoderVerifier | None,
     bands: Bands = RESCUE_BANDS,
+    *,
+    stored: str = STORED,
+    aligner: PairAligner | None = None,
 ) -> Outcome:
-    embedder.set(STORED, base_vector())
+    embedder.set(stored, base_vector())
     embedder.set(new, unit_vector(similarity, axis=1))
     engine = DedupEngine(
         store=store,
         embedder=embedder,
         policy=ThresholdPolicy(default=bands),
         recent=RecentCache(ttl_s=300, max_entries=1000),
+        aligner=aligner,
         cross_encoder=cross_encoder,
         clock=lambda: FIXED_NOW,
     )
     outcome: Outcome | None = None
-    for offset, text in enumerate((STORED, new)):
+    for offset, text in enumerate((stored, new)):
         plan = await engine.decide(
             0, [make_candidate(event_id=f"e{offset}", content=text, offset=offset)]
         )
@@ -214,6 +238,44 @@ async def test_a_band_match_it_agrees_with_merges_at_the_merge_threshold(
     assert (outcome.decision, outcome.threshold) == (Decision.MERGED, 0.80)
 
 
+BALCONY = "User grows basil on their balcony."
+PLOT = "User grows basil in a community garden plot."  # reworded: words left on both sides
+
+
+@pytest.fixture(scope="module")
+def aligner() -> PairAligner:
+    return PairAligner()
+
+
+async def test_a_reworded_band_match_needs_even_odds_from_the_cross_encoder(
+    store: MemoryStore, embedder: FakeEmbedder, aligner: PairAligner
+) -> None:
+    assert aligner.check(BALCONY, PLOT).reworded
+    outcome = await decide_after_stored(
+        store, embedder, PLOT, 0.85, cross(0.3), stored=BALCONY, aligner=aligner
+    )
+    assert outcome.decision is Decision.ACCEPTED
+    assert outcome.guard is not None
+    assert outcome.guard.veto.detail.startswith("cross-encoder: P(same fact) 0.300 < 0.5")
+    same = decide_pair(BALCONY, PLOT, 0.85, RESCUE_BANDS, aligner=aligner, cross_encoder=cross(0.3))
+    assert same.veto is not None
+    assert same.veto.detail == outcome.guard.veto.detail
+
+
+async def test_an_aligned_band_match_needs_only_the_plain_cut(
+    store: MemoryStore, embedder: FakeEmbedder, aligner: PairAligner
+) -> None:
+    assert not aligner.check(STORED, PARAPHRASE).reworded
+    outcome = await decide_after_stored(
+        store, embedder, PARAPHRASE, 0.85, cross(0.3), aligner=aligner
+    )
+    assert outcome.decision is not Decision.ACCEPTED
+    decided = decide_pair(
+        STORED, PARAPHRASE, 0.85, RESCUE_BANDS, aligner=aligner, cross_encoder=cross(0.3)
+    )
+    assert decided.decision is outcome.decision
+
+
 # The quality tools' rule -------------------------------------------------------------
 
 
@@ -241,6 +303,7 @@ def test_decide_pair_rescues_and_vetoes_as_the_engine() -> None:
 def test_settings_default_on_with_the_dev_split_thresholds() -> None:
     settings = CrossEncoderSettings()
     assert (settings.enabled, settings.veto_below, settings.rescue_from) == (True, 0.07, 0.70)
+    assert settings.reworded_below == 0.5
     assert settings.rescue_threshold == 0.47
     info = CrossEncoderInfo.read()
     assert (info.veto_below, info.rescue_from, info.rescue_threshold) == (0.07, 0.70, 0.47)
