@@ -42,6 +42,9 @@ NUMBERS_VETO = [
     ("User sleeps twenty-five minutes after lunch", "User sleeps 35 minutes after lunch"),
     ("User wants replies by noon", "User wants replies by 1pm"),
     ("Between 3 and 5 guests", "Between 3 and 6 guests"),
+    # a lone ordinal ranks, it does not count ("a dog" / "one dog" passes)
+    ("User studied abroad in their junior year", "User studied abroad in their first year"),
+    ("User's 1st marathon was in Oslo", "User's marathon was in Oslo"),
 ]
 
 NUMBERS_PASS = [
@@ -56,6 +59,7 @@ NUMBERS_PASS = [
     ("User has 3 cats", "User has three cats"),
     ("User has two cats", "User has 2 cats"),
     ("User has a dog", "User has one dog"),
+    ("At first the user disliked tea", "The user disliked tea"),
     ("User owns 1,000 books", "User owns 1000 books"),
     ("User owns a hundred books", "User owns 100 books"),
     ("User owns one hundred and five books", "User owns 105 books"),

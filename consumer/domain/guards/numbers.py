@@ -376,7 +376,8 @@ def _numbers_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
     "1,000" = "1000", "3" = "three" = "3rd" = "third"), number words up to
     billions, weekdays/months/today/tomorrow, identifiers ("ABC-123"), URLs and
     emails; also one side having a quantity the other lacks ("a cat" / "3 cats").
-    A lone "one"/"1" against no quantity at all is not a veto ("a dog" / "one dog").
+    A lone "one"/"1" against no quantity at all is not a veto ("a dog" / "one dog"),
+    unless it is the ordinal "first" ("junior year" / "first year").
     Equal in other forms: "Q3" = "third quarter" = "3rd quarter"; an ascending
     range "3-10" is the numbers 3 and 10 ("Apr 3-10" = "April 3 to April 10");
     an hour of a 12-hour clock before "to"/"until"/"-" and a time with am/pm
@@ -424,12 +425,22 @@ def _amounts_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
         if not (qa.has_units and qb.has_units):
             return None
         a, b = qa.in_units, qb.in_units  # "every 2 hours" / "every 2 days"
-    if (not a and b == {"1"}) or (not b and a == {"1"}):
-        return None
+    if (not a and b == {"1"} and not _ordinal_one(qb.text)) or (
+        not b and a == {"1"} and not _ordinal_one(qa.text)
+    ):
+        return None  # "a dog" / "one dog", but not "junior year" / "first year"
     if _same_with_rates(qa, qb):
         return None  # "every year" / "every 12 months"
     detail = f"numbers differ: {_format_values(a - b)} vs {_format_values(b - a)}"
     return GuardVeto(GuardName.NUMBERS, detail[:_MAX_DETAIL])
+
+
+_ORDINAL_ONE_RE: Final = re.compile(r"(?<!\bat )\b(?:first|1st)\b", re.IGNORECASE)
+
+
+def _ordinal_one(text: str) -> bool:
+    """Whether a text's "1" is an ordinal: "first" ranks, "a"/"one" counts."""
+    return _ORDINAL_ONE_RE.search(text) is not None
 
 
 def _currency_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
