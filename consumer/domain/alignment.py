@@ -472,6 +472,8 @@ def _judge(
     for word in (*left, *right):
         if word.key in _TIME_MODIFIERS and word.dep in _MODIFIER_DEPS:
             return _veto("time_change", f"'{word.key}' on one side only")
+        if word.key in _IRREALIS_VERBS and word.pos == "VERB":
+            return _veto("time_change", f"'{word.key}' on one side only")
     # A minimal edit that swaps a word for another is a changed value; a rewording
     # changes many words, and is left to the other checks.
     if len(left) <= _MAX_SWAP and len(right) <= _MAX_SWAP:
@@ -493,6 +495,12 @@ def _agreement(a: Word, b: Word) -> bool:
 
 
 _MAX_SWAP: Final = 2
+# Verbs of wish and plan: what they govern is not (yet) a fact ("has a Tesla" /
+# "wants a Tesla"). Not "need": a need is often the fact itself ("needs an oil
+# change" / "is due for an oil change").
+_IRREALIS_VERBS: Final = frozenset(
+    {"want", "wish", "hope", "plan", "intend", "consider", "expect", "aim"}
+)
 _MODIFIER_DEPS: Final = frozenset({"amod", "compound", "nmod", "nummod", "advmod"})
 # Modifiers that place a fact in time: one on one side only changes when it holds.
 _TIME_MODIFIERS: Final = frozenset(

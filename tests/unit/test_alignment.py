@@ -84,6 +84,9 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ("User keeps notes in todo.txt.", "User keeps notes in a notebook.", "value_change"),
         # a bare form after a singular third person is past tense
         ("User's rent costs $900.", "User cancelled the flat, which cost $900.", "time_change"),
+        # a wish or a plan of a thing is not having it
+        ("User has a Tesla.", "User wants a Tesla.", "time_change"),
+        ("User has a standing desk.", "User is considering a standing desk.", "time_change"),
         # a unit with no amount is a word like any other
         ("User swims every week.", "User swims every day.", "value_change"),
     ],
