@@ -430,6 +430,8 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
     """Judge `b` (new) against `a` (existing)."""
     matched, left, right = _pairs(a, b)
     veto = _judge(matched, left, right)
+    if veto is None:
+        veto = _root_tense(a, b, matched)
     # Equivalent: every word matched, every participant in the same role, and every
     # word attached where its partner is (the same words in another order can say
     # another thing: "walks fast and talks slowly" / "walks slowly and talks fast",
@@ -438,6 +440,25 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
     same_places = all(x.anchor == y.anchor for x, y in matched)
     equivalent = not left and not right and same_roles and same_places
     return Alignment(veto, equivalent, len(left), len(right))
+
+
+def _root_tense(
+    a: AlignedText, b: AlignedText, matched: Sequence[tuple[Word, Word]]
+) -> GuardVeto | None:
+    """Two main verbs that do not align, one in the future and one not ("will be
+    on leave" / "has returned from leave"): the light verbs that `_pairs` sets
+    aside still carry the fact's time."""
+    aligned = {x.index for x, _ in matched}, {y.index for _, y in matched}
+    roots = [
+        [w for w in text.words if w.dep == "ROOT" and w.tense and w.index not in done]
+        for text, done in zip((a, b), aligned, strict=True)
+    ]
+    if len(roots[0]) != 1 or len(roots[1]) != 1:
+        return None
+    x, y = roots[0][0], roots[1][0]
+    if x.tense != y.tense and "Fut" in (x.tense, y.tense):
+        return _veto("time_change", f"'{x.key}' / '{y.key}': {x.tense} vs {y.tense}")
+    return None
 
 
 def _judge(

@@ -87,6 +87,12 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         # a wish or a plan of a thing is not having it
         ("User has a Tesla.", "User wants a Tesla.", "time_change"),
         ("User has a standing desk.", "User is considering a standing desk.", "time_change"),
+        # main verbs that do not align, one of them in the future
+        (
+            "User will be on parental leave in May.",
+            "User has returned from parental leave in May.",
+            "time_change",
+        ),
         # a unit with no amount is a word like any other
         ("User swims every week.", "User swims every day.", "value_change"),
     ],
