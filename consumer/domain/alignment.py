@@ -245,6 +245,10 @@ def _words(doc: Doc) -> AlignedText:
     for token in doc:
         if _is_quantity(token):
             continue  # the numbers guard compares amounts, with their units
+        prefix = _hyphen_prefix(token)
+        if prefix is not None:
+            words.append(prefix)
+            continue
         key = _key(token)
         pos = _pos(token)
         verb = pos in {"VERB", "AUX"}
@@ -314,6 +318,36 @@ def _quantified_unit(token: Token) -> bool:
 
 def _is_quantity(token: Token) -> bool:
     return token.like_num or any(ch.isdigit() for ch in token.text) or _quantified_unit(token)
+
+
+def _hyphen_prefix(token: Token) -> Word | None:
+    """The first part of a hyphenated modifier ("left-handed", "part-time") is a
+    modifier of the second, whatever the tagger made of it ("left" as the verb
+    "leave"), so "left-handed" / "right-handed" swap one modifier."""
+    doc = token.doc
+    if not token.is_alpha or token.i + 2 >= len(doc) or doc[token.i + 1].tag_ != "HYPH":
+        return None
+    second = doc[token.i + 2]
+    if not second.is_alpha:
+        return None
+    low = token.lower_
+    return Word(
+        index=token.i,
+        key=low,
+        text=low,
+        pos="ADJ",
+        dep="amod",
+        head_key=_key(second),
+        role="",
+        negated=False,
+        tense="",
+        frame="",
+        light=False,
+        bare_present=False,
+        particle="",
+        anchor=_key(second),
+        phrase=_key(second),
+    )
 
 
 def _phrase(token: Token) -> str:

@@ -93,6 +93,9 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
             "User has returned from parental leave in May.",
             "time_change",
         ),
+        # a hyphenated modifier, whatever the tagger made of its first part
+        ("User is left-handed.", "User is right-handed.", "value_change"),
+        ("User works part-time.", "User works full-time.", "value_change"),
         # a unit with no amount is a word like any other
         ("User swims every week.", "User swims every day.", "value_change"),
     ],
