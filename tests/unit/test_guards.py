@@ -45,6 +45,10 @@ NUMBERS_VETO = [
     # a lone ordinal ranks, it does not count ("a dog" / "one dog" passes)
     ("User studied abroad in their junior year", "User studied abroad in their first year"),
     ("User's 1st marathon was in Oslo", "User's marathon was in Oslo"),
+    # every other week is not every week
+    ("Bins go out on alternate Wednesdays", "Bins go out every Wednesday"),
+    ("User pays rent fortnightly", "User pays rent weekly"),
+    ("User calls home every other week", "User calls home every week"),
 ]
 
 NUMBERS_PASS = [
@@ -60,6 +64,10 @@ NUMBERS_PASS = [
     ("User has two cats", "User has 2 cats"),
     ("User has a dog", "User has one dog"),
     ("At first the user disliked tea", "The user disliked tea"),
+    ("Releases go out on alternate Thursdays", "Releases ship every other Thursday"),
+    ("The cleaner comes every second Friday", "The cleaner comes on alternate Fridays"),
+    ("User sees a therapist every other Monday", "User has fortnightly Monday sessions"),
+    ("The team syncs biweekly", "The team syncs every two weeks"),
     ("User owns 1,000 books", "User owns 1000 books"),
     ("User owns a hundred books", "User owns 100 books"),
     ("User owns one hundred and five books", "User owns 105 books"),

@@ -106,7 +106,7 @@ _HAS_DIGIT_RE: Final = re.compile(r"\d")
 # Every word the word-level pass could turn into a quantity; when none occurs it is skipped.
 _QUANTITY_VOCABULARY: Final = frozenset(
     {*_NUMBER_WORDS, *_WEEKDAYS, *_WEEKDAYS_EXTRA, *_MONTHS, *_ABBREVIATIONS, *_DAYPART_TIMES,
-     "may", "half"}
+     "may", "half", "other", "alternate", "fortnightly", "biweekly"}
     | {f"{day}s" for day in (*_WEEKDAYS, *_WEEKDAYS_EXTRA)}
 )  # fmt: skip
 
@@ -318,9 +318,12 @@ def _word_quantities(words: Sequence[str]) -> list[str]:
         elif low == "half" and _half_of_a_thing(lows, i):
             flush()
             found.append("0.5")  # "half a tablet"; "half an hour" is an amount (units)
-        elif low == "other" and prev == "every":
+        elif (low == "other" and prev == "every") or (low == "alternate" and _is_period(nxt)):
             flush()
-            found.append("2")  # "every other week" is "every second week"
+            found.append("2")  # "every other week" = "alternate weeks" = "every second week"
+        elif low in _EVERY_OTHER_WEEK:
+            flush()
+            found.append("2")  # "fortnightly" = "every other week"
         elif last and low in ("am", "pm", "o'clock") and total == 0 and 0 < current <= 12:
             hour = current
             total = current = 0
@@ -335,6 +338,18 @@ def _word_quantities(words: Sequence[str]) -> list[str]:
                 found.append(value)
     flush()
     return found
+
+
+_EVERY_OTHER_WEEK: Final = frozenset({"fortnightly", "biweekly"})
+_PERIODS: Final = frozenset(
+    {"day", "week", "weekend", "month", "year", "night", "morning", "evening"}
+)
+
+
+def _is_period(low: str) -> bool:
+    """A weekday or a calendar period, singular or plural ("alternate Fridays")."""
+    word = low[:-1] if low.endswith("s") else low
+    return word in _WEEKDAYS or word in _WEEKDAYS_EXTRA or word in _PERIODS
 
 
 def _half_of_a_thing(lows: Sequence[str], i: int) -> bool:
