@@ -249,6 +249,8 @@ def _words(doc: Doc) -> AlignedText:
         if prefix is not None:
             words.append(prefix)
             continue
+        if _duration_verb(token):
+            continue  # "lessons last 45 minutes": the numbers guard has the duration
         key = _key(token)
         pos = _pos(token)
         verb = pos in {"VERB", "AUX"}
@@ -318,6 +320,18 @@ def _quantified_unit(token: Token) -> bool:
 
 def _is_quantity(token: Token) -> bool:
     return token.like_num or any(ch.isdigit() for ch in token.text) or _quantified_unit(token)
+
+
+def _duration_verb(token: Token) -> bool:
+    """ "last" before an amount of time with no determiner ("sprints last 14
+    days") is the verb the tagger reads as the adjective of "the last 14 days"."""
+    head = token.head
+    return (
+        token.lower_ == "last"
+        and token.dep_ == "amod"
+        and _quantified_unit(head)
+        and not any(c.dep_ in {"det", "poss"} for c in head.children)
+    )
 
 
 def _hyphen_prefix(token: Token) -> Word | None:

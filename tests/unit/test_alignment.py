@@ -96,6 +96,7 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         # a hyphenated modifier, whatever the tagger made of its first part
         ("User is left-handed.", "User is right-handed.", "value_change"),
         ("User works part-time.", "User works full-time.", "value_change"),
+        ("User ran every day for the last 14 days.", "User ran every day.", "time_change"),
         # a unit with no amount is a word like any other
         ("User swims every week.", "User swims every day.", "value_change"),
     ],
@@ -141,6 +142,9 @@ def test_a_changed_fact_is_vetoed_with_its_kind(
         ("User cuts their own hair.", "I cut my own hair."),
         ("User's kids knit hats.", "User's kid knits hats."),
         ("User has been married to Ines since 2010.", "I've been married to Ines since 2010."),
+        # "last" before a duration is the verb, not "the last 14 days"
+        ("Sprints are two weeks long.", "Sprints last 14 days."),
+        ("Piano lessons are on Thursdays and last 45 minutes.", "Piano lessons: Thu, 45 min"),
     ],
 )
 def test_the_same_fact_in_other_words_passes(aligner: PairAligner, existing: str, new: str) -> None:
