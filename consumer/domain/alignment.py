@@ -228,8 +228,12 @@ def _role(token: Token) -> str:
 
 
 def _negated(token: Token) -> bool:
+    """Negated itself, or through its preposition ("but not to dogs")."""
+    heads = [token, token.head] if token.dep_ == "pobj" else [token]
     return any(
-        child.dep_ == "neg" or child.lemma_.lower() in {"never", "no"} for child in token.children
+        child.dep_ == "neg" or child.lemma_.lower() in {"never", "no"}
+        for head in heads
+        for child in head.children
     )
 
 

@@ -55,6 +55,11 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ("User gets the grant.", "User hopes they get the grant.", "time_change"),
         # polarity
         ("User enjoys crossword puzzles.", "User does not enjoy crossword puzzles.", "negation"),
+        (
+            "User is allergic to cats but not to dogs.",
+            "User is allergic to dogs but not to cats.",
+            "negation",
+        ),
         # a copula's tense and frame, a verb's auxiliaries, time modifiers
         (
             "User's favourite café is Lumen.",
