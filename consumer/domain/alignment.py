@@ -368,9 +368,10 @@ def _hyphen_prefix(token: Token) -> Word | None:
     )
 
 
+# spaCy hands out a new Token object on each access: compare tokens by index.
 def _phrase(token: Token) -> str:
     """The key of the word a chain of modifiers (and possessors) ends at."""
-    while (token.dep_ in _MODIFIER_DEPS or token.dep_ == "poss") and token.head is not token:
+    while (token.dep_ in _MODIFIER_DEPS or token.dep_ == "poss") and token.head.i != token.i:
         token = token.head
     return _key(token)
 
@@ -379,7 +380,7 @@ def _anchor(token: Token) -> str:
     """The key of the word `token` attaches to, through its preposition if any,
     and through an amount ("$900 a month" / "900 dollars a month")."""
     head = token.head
-    if token.dep_ == "pobj" and head.head is not head:
+    if token.dep_ == "pobj" and head.head.i != head.i:
         head = head.head
     while _is_quantity(head) and head.head.i != head.i:
         head = head.head
