@@ -101,6 +101,7 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         # a hyphenated modifier, whatever the tagger made of its first part
         ("User is left-handed.", "User is right-handed.", "value_change"),
         ("User works part-time.", "User works full-time.", "value_change"),
+        # "the last 14 days" places the fact in time ("last 14 days" alone is the verb)
         ("User ran every day for the last 14 days.", "User ran every day.", "time_change"),
         # a unit with no amount is a word like any other
         ("User swims every week.", "User swims every day.", "value_change"),
