@@ -318,12 +318,9 @@ def _word_quantities(words: Sequence[str]) -> list[str]:
         elif low == "half" and _half_of_a_thing(lows, i):
             flush()
             found.append("0.5")  # "half a tablet"; "half an hour" is an amount (units)
-        elif (low == "other" and prev == "every") or (low == "alternate" and _is_period(nxt)):
+        elif _every_other(low, prev, nxt):
             flush()
-            found.append("2")  # "every other week" = "alternate weeks" = "every second week"
-        elif low in _EVERY_OTHER_WEEK:
-            flush()
-            found.append("2")  # "fortnightly" = "every other week"
+            found.append("2")  # "every other week" = "every second week"
         elif last and low in ("am", "pm", "o'clock") and total == 0 and 0 < current <= 12:
             hour = current
             total = current = 0
@@ -341,6 +338,17 @@ def _word_quantities(words: Sequence[str]) -> list[str]:
 
 
 _EVERY_OTHER_WEEK: Final = frozenset({"fortnightly", "biweekly"})
+
+
+def _every_other(low: str, prev: str, nxt: str) -> bool:
+    """ "every other week", "alternate weeks", "fortnightly": a period of 2."""
+    return (
+        (low == "other" and prev == "every")
+        or (low == "alternate" and _is_period(nxt))
+        or low in _EVERY_OTHER_WEEK
+    )
+
+
 _PERIODS: Final = frozenset(
     {"day", "week", "weekend", "month", "year", "night", "morning", "evening"}
 )
