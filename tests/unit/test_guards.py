@@ -49,6 +49,10 @@ NUMBERS_VETO = [
     ("Bins go out on alternate Wednesdays", "Bins go out every Wednesday"),
     ("User pays rent fortnightly", "User pays rent weekly"),
     ("User calls home every other week", "User calls home every week"),
+    # a spelled hour with its half of the day is a time of day
+    ("Backups run at two in the morning", "Backups run at 2 pm"),
+    ("User gets home at seven o'clock in the evening", "User gets home at 7 am"),
+    ("The shop opens from eight in the morning", "The shop opens from 8 pm"),
 ]
 
 NUMBERS_PASS = [
@@ -60,6 +64,14 @@ NUMBERS_PASS = [
     ("Meeting at 9pm", "Meeting at 21:00"),
     ("Meeting at noon", "Meeting at 12pm"),
     ("User gets up at 6am", "User gets up at 6 in the morning"),
+    ("Backups run at 02:00", "Backups run at two in the morning"),
+    (
+        "The market is open 8 AM-1 PM",
+        "The market is open from eight in the morning to one in the afternoon",
+    ),
+    ("User goes to bed at 10pm", "User goes to bed at ten at night"),
+    ("User gets home at 7 pm", "User gets home at seven o'clock in the evening"),
+    ("Standup is at 9:00", "Standup is at nine o'clock"),
     ("User has 3 cats", "User has three cats"),
     ("User has two cats", "User has 2 cats"),
     ("User has a dog", "User has one dog"),

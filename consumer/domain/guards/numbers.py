@@ -321,13 +321,10 @@ def _word_quantities(words: Sequence[str]) -> list[str]:
         elif _every_other(low, prev, nxt):
             flush()
             found.append("2")  # "every other week" = "every second week"
-        elif last and low in ("am", "pm", "o'clock") and total == 0 and 0 < current <= 12:
-            hour = current
+        elif last and total == 0 and 0 < current <= 12 and _word_clock(current, lows, i):
+            found.append(_word_clock(current, lows, i))
             total = current = 0
             last = ""
-            found.append(
-                _clock(hour, 0) if low == "o'clock" else _twelve_hour(hour, 0, low == "pm")
-            )
         else:
             flush()
             value = _calendar_word(words, lows, i)
@@ -335,6 +332,27 @@ def _word_quantities(words: Sequence[str]) -> list[str]:
                 found.append(value)
     flush()
     return found
+
+
+_HALVES_OF_THE_DAY: Final[dict[tuple[str, ...], bool]] = {
+    ("in", "the", "morning"): False,
+    ("in", "the", "afternoon"): True,
+    ("in", "the", "evening"): True,
+    ("at", "night"): True,
+}
+
+
+def _word_clock(hour: int, lows: Sequence[str], i: int) -> str:
+    """The time a spelled hour names when the words from `i` say it is one: "two
+    pm", "two in the morning" (= "2 am"), "ten at night", "seven o'clock", "seven
+    o'clock in the evening"; "" when they do not ("two in the team")."""
+    if lows[i] in ("am", "pm"):
+        return _twelve_hour(hour, 0, lows[i] == "pm")
+    start = i + 1 if lows[i] == "o'clock" else i
+    for words, pm in _HALVES_OF_THE_DAY.items():
+        if tuple(lows[start : start + len(words)]) == words:
+            return _twelve_hour(hour, 0, pm)
+    return _clock(hour, 0) if lows[i] == "o'clock" else ""
 
 
 _EVERY_OTHER_WEEK: Final = frozenset({"fortnightly", "biweekly"})
