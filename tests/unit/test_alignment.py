@@ -197,6 +197,12 @@ def test_only_texts_that_align_word_for_word_are_equivalent(aligner: PairAligner
             "Most of the family lives in Braga, some still in Porto.",
         ),
         ("User walks fast and talks slowly.", "User walks slowly and talks fast."),
+        # a list member is still a participant of its own
+        ("Alice mentors Bob and Carol.", "Bob mentors Alice and Carol."),
+        (
+            "User has a cat named Miso and a dog named Rex.",
+            "User has a dog named Miso and a cat named Rex.",
+        ),
     ],
 )
 def test_words_attached_elsewhere_are_not_equivalent(
@@ -207,6 +213,25 @@ def test_words_attached_elsewhere_are_not_equivalent(
 
 def test_a_moved_adjunct_stays_equivalent(aligner: PairAligner) -> None:
     assert aligner.check("User moved to Oslo in 2020.", "In 2020, I moved to Oslo.").equivalent
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        # a list in another order stands where the list stands
+        ("User speaks Spanish and English.", "User speaks English and Spanish."),
+        ("User visited Rome, Paris and Berlin.", "User visited Berlin, Rome and Paris."),
+        # the parser hangs a name's words differently in the two texts
+        (
+            "User went scuba diving on the Great Barrier Reef in 2019.",
+            "In 2019 the user went scuba diving on the Great Barrier Reef.",
+        ),
+    ],
+)
+def test_lists_and_names_keep_their_place(aligner: PairAligner, existing: str, new: str) -> None:
+    alignment = aligner.check(existing, new)
+    assert alignment.veto is None
+    assert alignment.equivalent
 
 
 def test_parses_are_cached_per_text(aligner: PairAligner) -> None:
