@@ -250,6 +250,7 @@ def _key(token: Token) -> str:
 
 def _words(doc: Doc) -> AlignedText:
     words = []
+    cleft = _cleft(doc)
     for token in doc:
         if _is_quantity(token):
             continue  # the numbers guard compares amounts, with their units
@@ -298,7 +299,7 @@ def _words(doc: Doc) -> AlignedText:
                 particle=_particle(token) if verb else "",
                 anchor=_anchor(token),
                 phrase=_phrase(token),
-                place=_place(token),
+                place=_place(token, cleft),
             )
         )
     return AlignedText(tuple(words))
@@ -374,13 +375,20 @@ def _hyphen_prefix(token: Token) -> Word | None:
     )
 
 
-def _place(token: Token) -> tuple[str, str]:
+def _place(token: Token, cleft: _Cleft | None = None) -> tuple[str, str]:
     """Role and anchor for the equivalence test. The members of a list of nouns
     stand where its first member stands, so "in Spanish and English" / "in
     English and Spanish" keep their places; a word of a multi-word name attaches
     to the name's head ("Great Barrier Reef": the parser hangs "Great" on
     "Barrier" in one text and on "Reef" in another). Verbs keep their own: "walks
-    fast and talks slowly" / "walks slowly and talks fast" differ."""
+    fast and talks slowly" / "walks slowly and talks fast" differ. In a cleft
+    the focus stands where its wh-word stands and the clause's verb is the main
+    verb (`_cleft`)."""
+    if cleft is not None:
+        if token.i == cleft.focus:
+            return cleft.role, _key(token.doc[cleft.verb])
+        if token.i == cleft.verb:
+            return "", _key(token)
     first = token
     while first.dep_ == "conj" and first.head.i != first.i and first.pos_ in _NOMINAL_POS:
         first = first.head
@@ -389,7 +397,68 @@ def _place(token: Token) -> tuple[str, str]:
         while _in_name(head):
             head = head.head
         return "", _key(head)
-    return _role(first), _anchor(first)
+    role, anchor = _role(first), _anchor(first)
+    if cleft is not None and _attached_to(first, cleft.copula):
+        anchor = _key(token.doc[cleft.verb])  # "..., on 21 February" hangs on "is"
+    elif first.dep_ == "pobj" and _on_the_object(first.head):
+        # "prefers a seat on flights": the parser hangs the phrase on the object
+        # in one text and on the verb in the other; the reading is the same.
+        anchor = _key(first.head.head.head)
+    return role, anchor
+
+
+def _on_the_object(preposition: Token) -> bool:
+    """A preposition attached to a verb's direct object."""
+    noun = preposition.head
+    return noun.dep_ == "dobj" and noun.head.pos_ == "VERB" and noun.head.i != noun.i
+
+
+def _attached_to(token: Token, index: int) -> bool:
+    head = token.head.head if token.dep_ == "pobj" else token.head
+    return head.i == index and token.i != index
+
+
+@dataclass(frozen=True, slots=True)
+class _Cleft:
+    """A pseudo-cleft: "An aisle seat is what the user prefers", "What the user
+    prefers is an aisle seat", "Nairobi is where the user was born"."""
+
+    focus: int  # "seat", "Nairobi"
+    copula: int  # "is"
+    verb: int  # "prefers", "born"
+    role: str  # the wh-word's role in the clause, which the focus fills
+
+
+# The role a wh-word's filler takes when the word itself says it ("where" = "in";
+# "what" and "who" take their dependency's role, `_role`).
+_WH_ROLES: Final[dict[str, str | None]] = {
+    "what": None,
+    "who": None,
+    "where": "prep:in",
+    "when": "",
+}
+
+
+def _cleft(doc: Doc) -> _Cleft | None:
+    for copula in doc:
+        if copula.dep_ != "ROOT" or copula.lemma_ != "be":
+            continue
+        for clause in copula.children:
+            if clause.dep_ not in {"ccomp", "advcl", "csubj"}:
+                continue
+            # The focus is the other side of "is": the subject of "... is what
+            # ...", the complement of "what ... is ...".
+            focus_dep = "attr" if clause.dep_ == "csubj" else "nsubj"
+            focus = next((c for c in copula.children if c.dep_ == focus_dep), None)
+            wh = clause.left_edge
+            if focus is None or wh.lower_ not in _WH_ROLES or wh.i >= clause.i:
+                continue
+            role = _WH_ROLES[wh.lower_]
+            verb = wh.head.head if wh.dep_ == "pobj" else wh.head
+            if verb.i != clause.i:
+                continue
+            return _Cleft(focus.i, copula.i, clause.i, _role(wh) if role is None else role)
+    return None
 
 
 def _in_name(token: Token) -> bool:

@@ -203,6 +203,9 @@ def test_only_texts_that_align_word_for_word_are_equivalent(aligner: PairAligner
             "User has a cat named Miso and a dog named Rex.",
             "User has a dog named Miso and a cat named Rex.",
         ),
+        # a cleft whose focus takes another role than its partner
+        ("User's sister adopted a puppy.", "The user's sister is what a puppy adopted."),
+        ("Ana sublets a flat to Bo.", "Bo is who Ana sublets a flat from."),
     ],
 )
 def test_words_attached_elsewhere_are_not_equivalent(
@@ -225,6 +228,23 @@ def test_a_moved_adjunct_stays_equivalent(aligner: PairAligner) -> None:
         (
             "User went scuba diving on the Great Barrier Reef in 2019.",
             "In 2019 the user went scuba diving on the Great Barrier Reef.",
+        ),
+        # a cleft: the focus fills the wh-word's place, its clause is the fact
+        (
+            "User prefers an aisle seat on flights.",
+            "An aisle seat is what the user prefers on flights.",
+        ),
+        (
+            "User prefers an aisle seat on flights.",
+            "What the user prefers on flights is an aisle seat.",
+        ),
+        (
+            "User was born on 21 February 1990 in Nairobi.",
+            "Nairobi is where the user was born, on 21 February 1990.",
+        ),
+        (
+            "Mobile releases ship every other Thursday.",
+            "Every other Thursday is when mobile releases are shipped.",
         ),
     ],
 )
