@@ -490,7 +490,17 @@ def _pos(token: Token) -> str:
     as NUM, "conftest.py" as X) is a name."""
     if token.pos_ in {"X", "NUM"} and any(ch.isalpha() for ch in token.text):
         return "PROPN"
+    if _letter_label(token):
+        return "PROPN"
     return str(token.pos_)
+
+
+def _letter_label(token: Token) -> bool:
+    """A capital letter inside a sentence names something: a blood type ("O
+    negative" / "A negative"), a grade, "Plan B", "vitamin D"; "I" and a
+    sentence's first word are left as tagged."""
+    text = token.text
+    return len(text) == 1 and text.isupper() and text != "I" and not token.is_sent_start
 
 
 def _particle(verb: Token) -> str:

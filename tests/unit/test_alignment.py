@@ -100,6 +100,9 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ),
         # a hyphenated modifier, whatever the tagger made of its first part
         ("User is left-handed.", "User is right-handed.", "value_change"),
+        # a capital letter inside a sentence is a name, not an article
+        ("User takes vitamin D daily.", "User takes vitamin C daily.", "value_change"),
+        ("User got an A in chemistry.", "User got a B in chemistry.", "value_change"),
         ("User works part-time.", "User works full-time.", "value_change"),
         # "the last 14 days" places the fact in time ("last 14 days" alone is the verb)
         ("User ran every day for the last 14 days.", "User ran every day.", "time_change"),
@@ -199,6 +202,8 @@ def test_only_texts_that_align_word_for_word_are_equivalent(aligner: PairAligner
         ("User walks fast and talks slowly.", "User walks slowly and talks fast."),
         # a list member is still a participant of its own
         ("Alice mentors Bob and Carol.", "Bob mentors Alice and Carol."),
+        # a letter is a value: never equivalent to another letter
+        ("User's blood type is O negative.", "User's blood type is A negative."),
         (
             "User has a cat named Miso and a dog named Rex.",
             "User has a dog named Miso and a cat named Rex.",
