@@ -745,6 +745,65 @@ def _role_change(matched: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
             pair = frozenset({x.role[5:], y.role[5:]})
             if pair in _OPPOSED_PREPOSITIONS:
                 return _veto("role_change", f"'{x.key}': {x.role[5:]} vs {y.role[5:]}")
+    return _another_doer(matched)
+
+
+# Words the tagger may read as nouns that stand for a part of another group ("none
+# of the musicians"): never a participant of their own.
+_QUANTIFIERS: Final = frozenset(
+    {"none", "all", "some", "most", "many", "few", "each", "both", "any", "either", "neither"}
+)
+
+
+def _sole_doer(verb: Word, words: Sequence[Word]) -> Word | None:
+    """The one noun subject of `verb`; None for none, several ("User and their
+    wife have twins", a passive's subject and agent) or a pronoun ("none of")."""
+    doers = [w for w in words if w.role == "subj" and w.head_key == verb.key]
+    if len(doers) != 1 or doers[0].pos not in _NOMINAL_POS or doers[0].key in _QUANTIFIERS:
+        return None
+    doer = doers[0]
+    if any(w.dep == "conj" and w.head_key == doer.key for w in words):
+        return None
+    return doer
+
+
+def _same_word(a: Word, b: Word) -> bool:
+    return _identical(a, b) or _variant(a, b)
+
+
+def _names(one: Word, other: Word) -> bool:
+    """Whether two words of one text name one participant: an apposition or a
+    compound ("my partner, Ilse", "neighbour Agnieszka")."""
+    return any(
+        word.anchor == head.key and word.dep in {"appos", "compound"}
+        for word, head in ((one, other), (other, one))
+    )
+
+
+def _another_doer(matched: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
+    """The same verb done by another participant that both texts name: "User's
+    neighbour Ana waters the user's plants" / "User waters Ana's plants". Not
+    when one doer stands for the other ("User's partner, Ilse, walks the dog" /
+    "My partner Ilse walks the dog") or a text has two subjects (a passive)."""
+    partner_in_b = {x.index: y for x, y in matched}
+    partner_in_a = {y.index: x for x, y in matched}
+    words_a = [x for x, _ in matched]
+    words_b = [y for _, y in matched]
+    for verb_a, verb_b in matched:
+        if verb_a.pos != "VERB" or verb_a.key != verb_b.key or verb_a.key in _LIGHT_VERBS:
+            continue  # "X is Y" / "Y is X" say one thing
+        doer_a = _sole_doer(verb_a, words_a)
+        doer_b = _sole_doer(verb_b, words_b)
+        if doer_a is None or doer_b is None or _same_word(doer_a, doer_b):
+            continue
+        # Both doers appear in both texts, as partners of each other's doer.
+        a_in_b = partner_in_b.get(doer_a.index)
+        b_in_a = partner_in_a.get(doer_b.index)
+        if a_in_b is None or b_in_a is None:
+            continue
+        linked = _names(doer_a, b_in_a) or _names(doer_b, a_in_b)
+        if not linked:
+            return _veto("role_change", f"'{verb_a.key}': done by '{doer_a.key}' vs '{doer_b.key}'")
     return None
 
 

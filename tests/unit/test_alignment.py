@@ -48,6 +48,20 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ("User lent a bicycle to Marek.", "User borrowed a bicycle from Marek.", "role_change"),
         ("User rents a garage to Odile.", "User rents a garage from Odile.", "role_change"),
         ("Hana coaches Tomas at chess.", "Tomas coaches Hana at chess.", "role_change"),
+        # the same verb done by another participant both texts name
+        ("Ana's manager approved the budget.", "Ana approved the manager's budget.", "role_change"),
+        (
+            "User's neighbour Jonas feeds the user's cat when the user travels.",
+            "User feeds their neighbour Jonas's cat when Jonas travels.",
+            "role_change",
+        ),
+        # ... but one doer may stand for the other, or share the verb with it
+        ("User's partner, Ilse, walks the dog.", "Ilse, the user's partner, walks the dog.", None),
+        (
+            "User and their wife Aiko have twin daughters.",
+            "My wife Aiko and I have twin daughters.",
+            None,
+        ),
         # time and frames
         ("User used to play the oboe.", "User plays the oboe.", "time_change"),
         ("User plans to learn Welsh.", "User learns Welsh.", "time_change"),
