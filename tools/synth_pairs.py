@@ -23,8 +23,14 @@ Each seed sentence is parsed with spaCy's small English pipeline
 * **duplicate** (the same fact): ``person_switch`` ("User likes X" / "I like X" /
   "The user likes X", both ways), ``reorder`` (a trailing time or place adjunct
   moved to the front), ``passive`` ("User manages the team" / "The team is managed
-  by the user"), ``contraction`` ("does not" / "doesn't"); each may also be lower
-  cased without its full stop.
+  by the user"), ``contraction`` ("does not" / "doesn't"), ``detail_drop`` (an
+  adjective or a trailing adjunct left out, memory seeds only), ``number_format``
+  (the same amount written another way: "1,650" / "1650", "400" / "four hundred",
+  "80%" / "80 percent", "$40,000" / "40,000 dollars" / "$40k", "2 weeks" / "14
+  days", "every 12 months" / "every year"; never a year, a clock time, a day of
+  the month, a score or a number inside a name), ``object_person`` ("reports to
+  the user" / "reports to me"); each may also be lower cased without its full
+  stop.
 
 Distinct rewrites are also applied to a duplicate rewrite of the seed (the pair
 is then seed / changed paraphrase) and to one side of the real duplicate pairs
@@ -44,7 +50,8 @@ Deterministic: one ``random.Random(seed)``, every choice made over lists in a
 fixed order (two runs write byte-identical files). Measured on the 2-core machine:
 7,480 seeds (1,212 memory train, 543 shipped, 3,297 MRPC train, 2,428 STS-B dev
 texts) parsed and 10,000 pairs written (7,000 distinct, 3,000 duplicate, no kind
-above 15 % of either) in about 40 s on one core.
+above 15 % of either; 546 of them ``number_format``, 44 ``object_person``, counting
+their ``composed:`` forms) in about 35 s on one core.
 """
 
 from __future__ import annotations
@@ -744,6 +751,20 @@ def person_switch(doc: Doc, rng: random.Random, pools: Pools) -> str | None:
     return None
 
 
+def object_person(doc: Doc, rng: random.Random, pools: Pools) -> str | None:
+    """The user as an object, in the first person or the third: "reports to the
+    user" <-> "reports to me", "mentors the user" <-> "mentors me"."""
+    for token in doc:
+        if token.dep_ not in {"dobj", "pobj", "dative"}:
+            continue
+        if token.lower_ == "me":
+            return render(doc, {token.i: "the user" if rng.random() < 0.7 else "User"})
+        if token.lower_ == "user" and not any(c.dep_ == "case" for c in token.children):
+            det = [c.i for c in token.children if c.dep_ == "det"]
+            return render(doc, {token.i: "me"}, delete=det)
+    return None
+
+
 def _agreeing(verb: Token) -> list[Token]:
     """The tokens that agree with the subject of `verb`: its first auxiliary (or
     itself), and the same for verbs conjoined to it without a subject of their own
@@ -878,12 +899,140 @@ def contraction(doc: Doc, rng: random.Random, pools: Pools) -> str | None:
     return None
 
 
+CURRENCY_NAMES: Final = {"$": "dollars", "€": "euros", "£": "pounds"}
+MAGNITUDES: Final = frozenset({"thousand", "million", "billion", "trillion"})
+MONTH_NAMES: Final = frozenset(UNIT_GROUPS[4]) | {
+    "may",
+    "jan",
+    "feb",
+    "mar",
+    "apr",
+    "jun",
+    "jul",
+    "aug",
+    "sep",
+    "sept",
+    "oct",
+    "nov",
+    "dec",
+}
+AMOUNT_ENTITIES: Final = frozenset({"", "CARDINAL", "MONEY", "PERCENT", "QUANTITY", "DATE", "TIME"})
+
+
+def _spelled(value: int) -> str | None:
+    """English words for the amounts people write either way (0-100, round
+    hundreds and thousands), or None: "1650" in words reads like no memory does."""
+    from num2words import num2words
+
+    small = value <= 100
+    round_amount = (
+        100 <= value < 100_000 and value % 100 == 0 and (value < 1000 or value % 1000 == 0)
+    )
+    return str(num2words(value)) if small or round_amount else None
+
+
+_WORD_VALUES: Final = {w: i for i, w in enumerate(NUMBER_WORDS, start=1)} | {
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "hundred": 100,
+}
+
+
+def _calendar(token: Token) -> bool:
+    """A year, a clock time, a day of the month, a score or part of a name:
+    written one way only."""
+    doc = token.doc
+    nxt = doc[token.i + 1] if token.i + 1 < len(doc) else None
+    prev = doc[token.i - 1] if token.i > 0 else None
+    year = len(token.text) == 4 and token.text.startswith(("19", "20"))
+    clock = nxt is not None and (
+        nxt.text in {":", "."} or nxt.lower_ in {"am", "pm", "a.m.", "p.m."}
+    )
+    day = any(t is not None and t.lower_.rstrip(".") in MONTH_NAMES for t in (prev, nxt))
+    named = token.ent_type_ not in AMOUNT_ENTITIES  # "the S&P 500", "Apollo 11"
+    score = any(t is not None and t.text == "-" for t in (prev, nxt))  # "17-15"
+    return year or clock or day or named or score
+
+
+# (unit, factor, smaller unit): "2 weeks" = "14 days", "3 hours" = "180 minutes".
+DURATION_STEPS: Final = (("week", 7, "day"), ("hour", 60, "minute"), ("day", 24, "hour"))
+WHOLE_DURATIONS: Final = {("month", 12): "a year", ("hour", 24): "a day", ("minute", 60): "an hour"}
+
+
+def _same_duration(token: Token, value: int, unit: Token) -> list[dict[int, str]]:
+    """A duration in another unit: "2 weeks" / "14 days", "12 months" / "a year"
+    (and back when the amount divides)."""
+    lemma = unit.lemma_.lower()
+    out: list[dict[int, str]] = []
+    whole = WHOLE_DURATIONS.get((lemma, value))
+    if whole is not None:
+        before = token.doc[token.i - 1].lower_ if token.i else ""
+        if before in {"every", "each", "per"}:
+            whole = whole.split()[-1]  # "every 12 months" -> "every year"
+        out.append({token.i: "", unit.i: whole})
+    for big, factor, small in DURATION_STEPS:
+        if lemma == big and value <= 4:
+            out.append({token.i: str(value * factor), unit.i: small + "s"})
+        elif lemma == small and value % factor == 0 and value > factor:
+            out.append({token.i: str(value // factor), unit.i: big + "s"})
+    return out
+
+
+def number_format(doc: Doc, rng: random.Random, pools: Pools) -> str | None:
+    """The same amount written another way (labelled duplicate): "1,650" /
+    "1650", "400" / "four hundred", "eight" / "8", "80%" / "80 percent",
+    "$40,000" / "40,000 dollars" / "$40k"."""
+    options: list[dict[int, str]] = []
+    for token in doc:
+        text = token.text
+        nxt = doc[token.i + 1] if token.i + 1 < len(doc) else None
+        prev = doc[token.i - 1] if token.i > 0 else None
+        if re.fullmatch(r"\d{1,3}(,\d{3})+|\d+", text) and not _calendar(token):
+            value = int(text.replace(",", ""))
+            if "," in text:
+                options.append({token.i: text.replace(",", "")})
+            elif value >= 10_000:
+                options.append({token.i: f"{value:,}"})
+            words = _spelled(value)
+            if words is not None and (nxt is None or nxt.lower_ not in MAGNITUDES):
+                spelled = {token.i: _match_case(words, text)}
+                if nxt is not None and nxt.text == "%":
+                    spelled[nxt.i] = " percent"  # "eighty percent", never "eighty%"
+                options.append(spelled)
+            money = prev is not None and prev.text in CURRENCY_NAMES
+            if money and value >= 1000 and value % 1000 == 0:
+                options.append({token.i: f"{value // 1000}k"})
+        elif (
+            text.lower() in _WORD_VALUES
+            and token.pos_ == "NUM"
+            and (nxt is None or nxt.lower_ not in MAGNITUDES | {"hundred", "-"})
+        ):
+            options.append({token.i: str(_WORD_VALUES[text.lower()])})
+        if re.fullmatch(r"\d+", text) and nxt is not None and not _calendar(token):
+            options += _same_duration(token, int(text), nxt)
+        if text == "%" and prev is not None and prev.like_num:
+            options.append({token.i: " percent"})
+        if text in CURRENCY_NAMES and nxt is not None and nxt.like_num:
+            last = nxt
+            after = doc[nxt.i + 1] if nxt.i + 1 < len(doc) else None
+            if after is not None and after.lower_ in MAGNITUDES:
+                last = after
+            options.append({token.i: "", last.i: f"{last.text} {CURRENCY_NAMES[text]}"})
+    if not options:
+        return None
+    return render(doc, rng.choice(options))
+
+
 DUPLICATE_REWRITES: Final[dict[str, Rewrite]] = {
     "person_switch": person_switch,
     "reorder": reorder,
     "passive": passive,
     "contraction": contraction,
     "detail_drop": detail_drop,
+    "number_format": number_format,
+    "object_person": object_person,
 }
 
 

@@ -67,6 +67,7 @@ class CrossEncoderInfo:
     max_length: int
     model_sha256: str
     veto_below: float
+    reworded_below: float
     rescue_from: float
     rescue_threshold: float
 
@@ -81,6 +82,7 @@ class CrossEncoderInfo:
             max_length=int(document["max_length"]),
             model_sha256=str(document["model_sha256"]),
             veto_below=float(document["veto_below"]),
+            reworded_below=float(document["reworded_below"]),
             rescue_from=float(document["rescue_from"]),
             rescue_threshold=float(document["rescue_threshold"]),
         )
