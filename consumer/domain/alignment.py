@@ -648,7 +648,7 @@ def _judge(
         # "turned on" / "turned off": a particle is part of the verb's meaning.
         if a and b and a != b and not (x.particle[0] == y.particle[0] == "~"):
             return _veto("value_change", f"'{x.key} {a}' vs '{y.key} {b}'")
-    role = _role_change(matched)
+    role = _role_change(matched) or _doer_demoted(matched, left, right)
     if role is not None:
         return role
     for word in (*left, *right):
@@ -753,6 +753,25 @@ def _role_change(matched: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
 _QUANTIFIERS: Final = frozenset(
     {"none", "all", "some", "most", "many", "few", "each", "both", "any", "either", "neither"}
 )
+
+
+def _doer_demoted(
+    matched: Sequence[tuple[Word, Word]], left: Sequence[Word], right: Sequence[Word]
+) -> GuardVeto | None:
+    """The doer of a verb in one text owns the doer of the same verb in the other:
+    "User writes the tests" / "User's team writes the tests", "Ana approved it" /
+    "Ana's manager approved it". The added word is not a detail: another does it."""
+    for x, y in matched:
+        if {x.role, y.role} != {"subj", "poss"}:
+            continue
+        doer, owner, unmatched = (x, y, right) if x.role == "subj" else (y, x, left)
+        owned = next((w for w in unmatched if w.key == owner.head_key and w.role == "subj"), None)
+        if owned is not None and owned.head_key == doer.head_key:
+            return _veto(
+                "role_change",
+                f"'{doer.head_key}': done by '{doer.key}' vs '{owned.key}' of '{doer.key}'",
+            )
+    return None
 
 
 def _sole_doer(verb: Word, words: Sequence[Word]) -> Word | None:

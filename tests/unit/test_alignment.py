@@ -55,6 +55,13 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
             "User feeds their neighbour Jonas's cat when Jonas travels.",
             "role_change",
         ),
+        # the doer of one text owns the doer of the other: another does it
+        (
+            "User writes the release notes.",
+            "User's team writes the release notes.",
+            "role_change",
+        ),
+        ("Ana approved the budget.", "Ana's manager approved the budget.", "role_change"),
         # ... but one doer may stand for the other, or share the verb with it
         ("User's partner, Ilse, walks the dog.", "Ilse, the user's partner, walks the dog.", None),
         (
@@ -114,6 +121,8 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ),
         # a hyphenated modifier, whatever the tagger made of its first part
         ("User is left-handed.", "User is right-handed.", "value_change"),
+        # ... while a possessor of another verb's subject is a rewording
+        ("User loves Radiohead.", "User's favourite band is Radiohead.", None),
         # a capital letter inside a sentence is a name, not an article
         ("User takes vitamin D daily.", "User takes vitamin C daily.", "value_change"),
         ("User got an A in chemistry.", "User got a B in chemistry.", "value_change"),
