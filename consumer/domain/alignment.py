@@ -10,14 +10,17 @@ unmatched and in which role:
   phrasal verb's particle changed: "lives in Porto" / "lives in Faro", "window
   seat" / "aisle seat", "turned on" / "turned off";
 - **role change**: an aligned noun changes role (subject / object / the
-  preposition that introduces it): "sublets a flat to Ana" / "from Ana";
+  preposition that introduces it): "sublets a flat to Ana" / "from Ana"; or the
+  same verb is done by another participant both texts name, or by the doer's
+  own team or relative ("User writes the notes" / "User's team writes the notes");
 - **negation**: a negation attached on one side only;
 - **time change**: the same verb in another tense (a change of person, "knits"
   / "I knit", is none), or a modal ("might move"), "used to", "plans to",
   "finished" frame on one side only.
 
 `equivalent` is true when nothing at all is unmatched, every participant keeps
-its role and every word stays attached where its partner is: only then may a
+its role and every word stays attached where its partner is (a list member
+where its list stands, a cleft's focus where its wh-word stands): only then may a
 semantic skip drop the new text (a merge keeps it). Quantities (numbers, dates,
 times) are left to the numbers guard. The parser is loaded once and parses are cached
 per text; callers run `check` off the event loop (it is CPU work).
