@@ -1004,14 +1004,14 @@ def number_format(doc: Doc, rng: random.Random, pools: Pools) -> str | None:
             money = prev is not None and prev.text in CURRENCY_NAMES
             if money and value >= 1000 and value % 1000 == 0:
                 options.append({token.i: f"{value // 1000}k"})
+            if "," not in text and nxt is not None:
+                options += _same_duration(token, value, nxt)
         elif (
             text.lower() in _WORD_VALUES
             and token.pos_ == "NUM"
             and (nxt is None or nxt.lower_ not in MAGNITUDES | {"hundred", "-"})
         ):
             options.append({token.i: str(_WORD_VALUES[text.lower()])})
-        if re.fullmatch(r"\d+", text) and nxt is not None and not _calendar(token):
-            options += _same_duration(token, int(text), nxt)
         if text == "%" and prev is not None and prev.like_num:
             options.append({token.i: " percent"})
         if text in CURRENCY_NAMES and nxt is not None and nxt.like_num:

@@ -392,14 +392,14 @@ def _place(token: Token, cleft: _Cleft | None = None) -> tuple[str, str]:
             return cleft.role, _key(token.doc[cleft.verb])
         if token.i == cleft.verb:
             return "", _key(token)
-    first = token
-    while first.dep_ == "conj" and first.head.i != first.i and first.pos_ in _NOMINAL_POS:
-        first = first.head
     if _in_name(token):
         head = token.head
         while _in_name(head):
             head = head.head
         return "", _key(head)
+    first = token
+    while first.dep_ == "conj" and first.head.i != first.i and first.pos_ in _NOMINAL_POS:
+        first = first.head
     role, anchor = _role(first), _anchor(first)
     if cleft is not None and _attached_to(first, cleft.copula):
         anchor = _key(token.doc[cleft.verb])  # "..., on 21 February" hangs on "is"
@@ -651,7 +651,7 @@ def _judge(
         # "turned on" / "turned off": a particle is part of the verb's meaning.
         if a and b and a != b and not (x.particle[0] == y.particle[0] == "~"):
             return _veto("value_change", f"'{x.key} {a}' vs '{y.key} {b}'")
-    role = _role_change(matched) or _doer_demoted(matched, left, right)
+    role = _role_change(matched) or _another_doer(matched) or _doer_demoted(matched, left, right)
     if role is not None:
         return role
     for word in (*left, *right):
@@ -748,7 +748,7 @@ def _role_change(matched: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
             pair = frozenset({x.role[5:], y.role[5:]})
             if pair in _OPPOSED_PREPOSITIONS:
                 return _veto("role_change", f"'{x.key}': {x.role[5:]} vs {y.role[5:]}")
-    return _another_doer(matched)
+    return None
 
 
 # Words the tagger may read as nouns that stand for a part of another group ("none

@@ -321,8 +321,8 @@ def _word_quantities(words: Sequence[str]) -> list[str]:
         elif _every_other(low, prev, nxt):
             flush()
             found.append("2")  # "every other week" = "every second week"
-        elif last and total == 0 and 0 < current <= 12 and _word_clock(current, lows, i):
-            found.append(_word_clock(current, lows, i))
+        elif last and total == 0 and 0 < current <= 12 and (clock := _word_clock(current, lows, i)):
+            found.append(clock)
             total = current = 0
             last = ""
         else:
