@@ -1,7 +1,8 @@
 """Amounts with a unit, in one base unit per dimension, so that equal amounts
 written in other units compare equal: "8 weeks" / "56 days", "2 km" / "2,000 m",
 "500 MB" / "0.5 GB", "half an hour" / "30 minutes", "five years" / "60 months",
-"0.3 seconds" / "300 ms", "three quarters of an hour" / "45 minutes"; and the
+"0.3 seconds" / "300 ms", "three quarters of an hour" / "45 minutes", "a year
+and a half" / "18 months"; and the
 currencies amounts are in ("$95" / "95 dollars", "40k EUR" / "€40,000").
 
 The numbers guard (consumer.domain.guards) compares the quantities of two texts
@@ -120,6 +121,15 @@ _WHOLE_AMOUNT_RE: Final = re.compile(
     rf"(?:\s*-\s*|\s*)(?P<unit>{_UNIT_NAMES})(?![\w])",
     re.IGNORECASE,
 )
+# An amount and a half: "a year and a half", "two hours and a half", "two and a
+# half years" (read before the amounts above, which would take "a year" or
+# "two years" alone).
+_AND_A_HALF_RE: Final = re.compile(
+    rf"(?<![\w.,])(?:(?P<num>{_NUMBER})|(?P<word>{_WORD_NUMBER})|(?P<article>an?))\s+"
+    rf"(?:(?P<unit>{_UNIT_NAMES})\s+and\s+a\s+half|and\s+a\s+half\s+(?P<unit_after>{_UNIT_NAMES}))"
+    rf"(?![\w])",
+    re.IGNORECASE,
+)
 # The same, with the rates: an amount after "every", "each" or "per" ("every 12
 # months"), and a rate of one unit: "every year", "each week", "per hour", "a
 # day" (as in "twice a day"), "daily". Slower, so read only when needed.
@@ -203,12 +213,42 @@ def _amount(match: re.Match[str]) -> UnitAmount | None:
     return UnitAmount(plain, _base(value, key), rate)
 
 
+def _and_a_half(text: str) -> tuple[list[UnitAmount], list[tuple[int, int]]]:
+    """The amounts "and a half" in `text` ("a year and a half" = 18 months) and
+    where they stand (no other amount is read there)."""
+    if "half" not in text.lower():
+        return [], []
+    found: list[UnitAmount] = []
+    spans: list[tuple[int, int]] = []
+    for match in _AND_A_HALF_RE.finditer(text):
+        key = _unit_key(match.group("unit") or match.group("unit_after"))
+        if key is None or len(key) == 1:
+            continue  # single letters are units only right after digits
+        if match.group("num") is not None:
+            value = Fraction(match.group("num").replace(",", ""))
+            plain = _plain(value)
+        elif match.group("word") is not None:
+            value = _word_value(match.group("word"))
+            plain = _plain(value)
+        else:
+            value, plain = Fraction(1), ""  # "a year and a half"
+        found.append(UnitAmount(plain, _base(value + Fraction(1, 2), key)))
+        spans.append(match.span())
+    return found, spans
+
+
+def _outside(match: re.Match[str], spans: list[tuple[int, int]]) -> bool:
+    return all(match.end() <= start or match.start() >= end for start, end in spans)
+
+
 def read_units(text: str) -> UnitReading:
     """Every amount with a known unit in `text`, each marked when it is a rate,
     and every rate of one unit."""
-    found: list[UnitAmount] = []
+    found, spans = _and_a_half(text)
     rates: list[str] = []
     for match in _RATED_RE.finditer(text):
+        if spans and not _outside(match, spans):
+            continue
         if match.group("adverb") is not None:
             rates.append(_base(Fraction(1), _RATE_ADVERBS[match.group("adverb").lower()]))
         elif match.group("one") is not None:
@@ -234,8 +274,9 @@ def unit_amounts(text: str) -> list[UnitAmount]:
     `read_units`)."""
     low = text.lower()
     pattern = _AMOUNT_RE if "half" in low or "quarter" in low else _WHOLE_AMOUNT_RE
-    found = (_amount(match) for match in pattern.finditer(text))
-    return [amount for amount in found if amount is not None]
+    halves, spans = _and_a_half(text)
+    found = (_amount(m) for m in pattern.finditer(text) if not spans or _outside(m, spans))
+    return halves + [amount for amount in found if amount is not None]
 
 
 # --- currencies ---

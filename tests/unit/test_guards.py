@@ -45,6 +45,8 @@ NUMBERS_VETO = [
     # a lone ordinal ranks, it does not count ("a dog" / "one dog" passes)
     ("User studied abroad in their junior year", "User studied abroad in their first year"),
     ("User's 1st marathon was in Oslo", "User's marathon was in Oslo"),
+    ("Wren has 2 kids and 1 cat", "Wren has 2 kids and 2 cats"),
+    ("Wren was a junior engineer for 3 years", "Wren was a first engineer for 3 years"),
     # every other week is not every week
     ("Bins go out on alternate Wednesdays", "Bins go out every Wednesday"),
     ("User pays rent fortnightly", "User pays rent weekly"),
@@ -75,6 +77,13 @@ NUMBERS_PASS = [
     ("User has 3 cats", "User has three cats"),
     ("User has two cats", "User has 2 cats"),
     ("User has a dog", "User has one dog"),
+    # a one beside other numbers is still the count an article makes
+    ("Wren merged 12 repos into a single monorepo", "Wren merged twelve repos into one monorepo"),
+    ("Wren has 2 kids and a cat", "Wren has 2 kids and 1 cat"),
+    (
+        "Wren ran 9 services as one app for a year and a half",
+        "Wren ran nine services as a single app for eighteen months",
+    ),
     ("At first the user disliked tea", "The user disliked tea"),
     ("Releases go out on alternate Thursdays", "Releases ship every other Thursday"),
     ("The cleaner comes every second Friday", "The cleaner comes on alternate Fridays"),

@@ -25,6 +25,11 @@ from consumer.domain.units import currencies, read_units, same_currencies, unit_
         ("a 250-millisecond timeout", ["0.00416667 minutes"]),
         ("lasts a quarter of an hour", ["15 minutes"]),
         ("runs three quarters of an hour", ["45 minutes"]),
+        ("ran it for a year and a half", ["18 months"]),
+        ("two and a half years", ["30 months"]),
+        ("for 2 hours and a half, then 1 hour", ["150 minutes", "60 minutes"]),
+        ("an hour and a half", ["90 minutes"]),
+        ("a half and a half mix", []),
         ("twice a week", []),  # a rate, not an amount
         ("moved to a new flat", []),
     ],
@@ -64,6 +69,9 @@ def test_amounts_in_base_units(text: str, bases: list[str]) -> None:
             "The water heater should be flushed again every year.",
         ),
         ("Water the ferns every 7 days.", "Water the ferns once a week."),
+        ("Oona ran the service for a year and a half.", "Oona ran the service for 18 months."),
+        ("The drive takes an hour and a half.", "The drive takes ninety minutes."),
+        ("The visa lasts two and a half years.", "The visa lasts 30 months."),
         ("Water the ferns every 2 weeks.", "Water the ferns fortnightly."),
         ("The domain renews every twelve months.", "The domain renews annually."),
         # Rates with the same numbers on both sides stay equal as before.
@@ -85,6 +93,11 @@ def test_equal_amounts_in_other_forms_pass(existing: str, new: str) -> None:
         ("Choir practice is every Tuesday.", "Choir practice is every other Tuesday."),
         ("The lease ends on 2027-03-04.", "The lease ends on 2027-04-03."),
         ("The sauna session lasts half an hour.", "The sauna session lasts 3 hours."),
+        # an amount with no number differs from the unit alone
+        ("The sauna session lasts half an hour.", "The sauna session lasts an hour."),
+        ("The drive takes an hour and a half.", "The drive takes an hour."),
+        ("The drive takes an hour and a half.", "The drive takes two hours."),
+        ("The visa lasts two and a half years.", "The visa lasts two years."),
         (
             "The public API's p99 latency SLO is 0.3 seconds.",
             "The public API has a p99 latency SLO of 30 ms.",

@@ -1,4 +1,10 @@
-"""The numbers guard: quantities (numbers, times, dates, identifiers, URLs) that differ."""
+"""The numbers guard: quantities (numbers, times, dates, identifiers, URLs) that differ.
+
+One module because the reader and the veto share the canonical forms: each rule
+of the veto ("a dog" / "one dog", rates of one unit) is written against how the
+reader writes a quantity. Dates and clock times are read in `dates`, amounts
+with units in consumer.domain.units.
+"""
 
 from __future__ import annotations
 
@@ -100,8 +106,10 @@ _NOT_NUMBER_BEFORE_ONE: Final = frozenset(
 _NOT_ORDINAL_BEFORE_SECOND: Final = frozenset({"a", "per", "each", "split"})
 
 _URL_HINT_RE: Final = re.compile(r"https?://|www\.", re.IGNORECASE)
-# Amounts without a digit or number word: "half an hour", "a quarter of an hour".
-_UNIT_HINT_RE: Final = re.compile(r"\b(?:half|quarters?)\s+(?:of\s+)?an?\s", re.IGNORECASE)
+# Amounts with no digit or number word: "half an hour", "an hour and a half".
+_UNIT_HINT_RE: Final = re.compile(
+    r"\b(?:half|quarters?)\s+(?:of\s+)?an?\s|\band\s+a\s+half\b", re.IGNORECASE
+)
 _HAS_DIGIT_RE: Final = re.compile(r"\d")
 # Every word the word-level pass could turn into a quantity; when none occurs it is skipped.
 _QUANTITY_VOCABULARY: Final = frozenset(
@@ -167,6 +175,8 @@ class _Quantities:
     has_units: bool
     currencies: frozenset[str]
     text: str = field(repr=False)
+    unnumbered: bool = False  # an amount with no number: "half an hour"
+    mentions: int = 0  # quantities read, repeats counted ("2 kids and 2 cats": 2)
 
 
 def _unit_hint(text: str) -> bool:
@@ -176,17 +186,18 @@ def _unit_hint(text: str) -> bool:
 
 
 def _quantities(text: str) -> _Quantities:
-    raw, words = _read_quantities(text)
+    raw, words, mentions = _read_quantities(text)
     amounts = unit_amounts(text) if raw or _unit_hint(text) else []
     named = any(symbol in text for symbol in CURRENCY_SYMBOLS) or not words.isdisjoint(
         CURRENCY_WORDS
     )
     money = currencies(text) if raw and named else frozenset()
     if not amounts:
-        return _Quantities(raw, raw, False, money, text)
+        return _Quantities(raw, raw, False, money, text, mentions=mentions)
     plain = {amount.plain for amount in amounts if amount.plain}
     in_units = (raw - plain) | {amount.base for amount in amounts}
-    return _Quantities(raw, in_units, True, money, text)
+    unnumbered = sum(1 for amount in amounts if not amount.plain)  # "a year and a half"
+    return _Quantities(raw, in_units, True, money, text, unnumbered > 0, mentions + unnumbered)
 
 
 def _same_with_rates(qa: _Quantities, qb: _Quantities) -> bool:
@@ -219,9 +230,9 @@ def _extract_quantities(text: str) -> frozenset[str]:
     return _read_quantities(text)[0]
 
 
-def _read_quantities(text: str) -> tuple[frozenset[str], frozenset[str]]:
-    """`_extract_quantities`, and the words left once the quantities with digits
-    are taken out, in lower case."""
+def _read_quantities(text: str) -> tuple[frozenset[str], frozenset[str], int]:
+    """`_extract_quantities`, the words left once the quantities with digits
+    are taken out, in lower case, and how many quantities were read (repeats too)."""
     found: list[str] = []
 
     def url(match: re.Match[str]) -> str:
@@ -276,7 +287,7 @@ def _read_quantities(text: str) -> tuple[frozenset[str], frozenset[str]]:
     lows = frozenset(w.lower() for w in words)
     if not _QUANTITY_VOCABULARY.isdisjoint(lows):
         found.extend(_word_quantities(words))
-    return frozenset(found), lows
+    return frozenset(found), lows, len(found)
 
 
 def _word_quantities(words: Sequence[str]) -> list[str]:
@@ -417,8 +428,8 @@ def _numbers_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
     "1,000" = "1000", "3" = "three" = "3rd" = "third"), number words up to
     billions, weekdays/months/today/tomorrow, identifiers ("ABC-123"), URLs and
     emails; also one side having a quantity the other lacks ("a cat" / "3 cats").
-    A lone "one"/"1" against no quantity at all is not a veto ("a dog" / "one dog"),
-    unless it is the ordinal "first" ("junior year" / "first year").
+    A "one"/"1" on one side only, all else equal, is not a veto ("a dog" / "one
+    dog"), unless it is the ordinal "first" ("junior year" / "first year").
     Equal in other forms: "Q3" = "third quarter" = "3rd quarter"; an ascending
     range "3-10" is the numbers 3 and 10 ("Apr 3-10" = "April 3 to April 10");
     an hour of a 12-hour clock before "to"/"until"/"-" and a time with am/pm
@@ -440,10 +451,11 @@ def _numbers_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
     dogs" = "2 cats"); a descending "6-2" stays one token (a score, a vote),
     so "6-2" / "6 to 2" vetoes; amounts with a known unit (consumer.domain.units)
     compare in base units ("two weeks" = "14 days", "0.3 seconds" = "300 ms",
-    "three quarters of an hour" = "45 minutes", "2 hours" != "2 days"; a
-    unit on one side only is not a difference, as the unit may be unknown or
-    left out: "4 y/o" / "4 years old"); other units are ignored ("5 miles" =
-    "5"); a rate of one unit only ever makes amounts equal, so "every year" /
+    "an hour and a half" = "90 minutes", "2 hours" != "2 days"; a unit on one
+    side only is not a difference, as it may be unknown or left out ("4 y/o" /
+    "4 years old"), unless it has no number ("half an hour" / "an hour");
+    other units are ignored ("5 miles" = "5"); a rate of one unit only ever
+    makes amounts equal, so "every year" /
     "every month" (no number on either side) is no veto, and "7 days a week" /
     "every week" vetoes; a day is not 24 hours ("daily" / "every 24 hours"
     vetoes); "9:00" without am/pm is read as 09:00, so "9:00" / "9pm" vetoes,
@@ -463,17 +475,27 @@ def _amounts_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
     if qa.in_units == qb.in_units:
         return None  # the same amounts, in the same or in other units
     if a == b:
-        if not (qa.has_units and qb.has_units):
+        if not (qa.has_units and qb.has_units) and not (qa.unnumbered or qb.unnumbered):
             return None
         a, b = qa.in_units, qb.in_units  # "every 2 hours" / "every 2 days"
-    if (not a and b == {"1"} and not _ordinal_one(qb.text)) or (
-        not b and a == {"1"} and not _ordinal_one(qa.text)
+    # A one on one side only is the count an article makes: "a dog" / "one dog",
+    # "a single repo" / "one repo" beside other numbers; not "junior" / "first year".
+    only_a, only_b = qa.in_units - qb.in_units, qb.in_units - qa.in_units
+    if (only_b == {"1"} and _article_one(qa, qb, only_a)) or (
+        only_a == {"1"} and _article_one(qb, qa, only_b)
     ):
-        return None  # "a dog" / "one dog", but not "junior year" / "first year"
+        return None
     if _same_with_rates(qa, qb):
         return None  # "every year" / "every 12 months"
     detail = f"numbers differ: {_format_values(a - b)} vs {_format_values(b - a)}"
     return GuardVeto(GuardName.NUMBERS, detail[:_MAX_DETAIL])
+
+
+def _article_one(other: _Quantities, one: _Quantities, only_other: frozenset[str]) -> bool:
+    """Whether the "1" only `one` has may be an article in `other`: nothing else
+    differs, it is a count (not "first"), and `one` says more numbers, so the "1"
+    is not a changed number ("2 kids and 1 cat" / "2 kids and 2 cats")."""
+    return not only_other and one.mentions > other.mentions and not _ordinal_one(one.text)
 
 
 _ORDINAL_ONE_RE: Final = re.compile(r"(?<!\bat )\b(?:first|1st)\b", re.IGNORECASE)
