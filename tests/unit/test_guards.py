@@ -46,6 +46,11 @@ NUMBERS_VETO = [
     ("User studied abroad in their junior year", "User studied abroad in their first year"),
     ("User's 1st marathon was in Oslo", "User's marathon was in Oslo"),
     ("Wren has 2 kids and 1 cat", "Wren has 2 kids and 2 cats"),
+    # a magnitude after digits is part of the number
+    ("Wren's startup raised $5 million", "Wren's startup raised $5 billion"),
+    ("Wren's budget is $1.5M", "Wren's budget is $1.5B"),
+    ("The app has 2 thousand users", "The app has 2 million users"),
+    ("The app has 2.5k users", "The app has 2.5 users"),
     ("Wren was a junior engineer for 3 years", "Wren was a first engineer for 3 years"),
     # every other week is not every week
     ("Bins go out on alternate Wednesdays", "Bins go out every Wednesday"),
@@ -99,6 +104,11 @@ NUMBERS_PASS = [
     ("User works on Mondays", "User works every Monday"),
     ("User runs version 1.2", "User runs v1.2"),
     ("User's budget is 5k", "User's budget is 5000"),
+    ("The app has 1.2 million users", "The app has 1,200,000 users"),
+    ("Wren's deductible is $2,500", "Wren's deductible: $2.5k"),
+    ("Wren's budget is $1.5M", "Wren's budget is $1,500,000"),
+    ("The round raised 3bn", "The round raised three billion"),
+    ("Wren is 1.8m tall", "Wren is 1.8 metres tall"),
     ("User's laptop has 16GB of RAM", "User's laptop has 16 GB of RAM"),
     ("Ticket ABC-123 is open", "ticket abc-123 is open"),
     ("User's birthday is 2023-05-01", "User's birthday is 2023/5/1"),

@@ -98,6 +98,13 @@ _SCALES: Final[dict[str, int]] = {
     "thousandth": 1000, "million": 1_000_000, "billion": 1_000_000_000,
 }  # fmt: skip
 _SMALL_SCALES: Final = frozenset({"dozen", "hundred", "hundredth"})
+# Digits and a magnitude: "1.2 million", "$5 billion", "40 thousand".
+_SCALED_RE: Final = re.compile(
+    r"(?<![\w.])(\d+(?:\.\d+)?)\s*(thousand|million|billion|trillion)s?\b", re.IGNORECASE
+)
+_SCALED_VALUES: Final = {**_SCALES, "trillion": 10**12}
+# Magnitude suffixes: "2.5k", "$1.5M", "3bn" (a lower-case "m" is metres, "b" bits).
+_SUFFIX_VALUES: Final = {"k": 1000, "M": 1_000_000, "bn": 10**9, "B": 10**9}
 _NUMBER_WORDS: Final = frozenset(_UNITS) | frozenset(_TENS) | frozenset(_SCALES)
 _NOT_NUMBER_BEFORE_ONE: Final = frozenset(
     {"no", "any", "every", "some", "each", "which", "this", "that", "the", "other", "another"}
@@ -145,11 +152,12 @@ def _canonical_digit_token(token: str) -> str:
     version = _VERSION_RE.fullmatch(low)
     if version:
         return version.group(1)
-    unit = _UNIT_NUMBER_RE.fullmatch(low)
+    unit = _UNIT_NUMBER_RE.fullmatch(token)
     if unit:
         value, suffix = unit.groups()
-        if suffix == "k" and value.isdigit():
-            return str(int(value) * 1000)
+        scale = _SUFFIX_VALUES.get(suffix) or _SUFFIX_VALUES.get(suffix.lower(), 0)
+        if scale:
+            return _plain_number(float(value) * scale)
         return str(int(value)) if value.isdigit() else value
     return _ID_JOINERS_RE.sub("", low)
 
@@ -265,6 +273,11 @@ def _read_quantities(text: str) -> tuple[frozenset[str], frozenset[str], int]:
         found.append(_clock(int(match.group(1)), 0))
         return _SENTINEL_PAD
 
+    def scaled(match: re.Match[str]) -> str:
+        value = float(match.group(1)) * _SCALED_VALUES[match.group(2).lower()]
+        found.append(_plain_number(value))
+        return _SENTINEL_PAD
+
     def digits(match: re.Match[str]) -> str:
         token = match.group(0)
         found.extend(_date_parts(token) or _number_range(token) or [_canonical_digit_token(token)])
@@ -282,6 +295,7 @@ def _read_quantities(text: str) -> tuple[frozenset[str], frozenset[str], int]:
         rest = _TIME_24_RE.sub(time24, rest)
         rest = _OCLOCK_RE.sub(oclock, rest)
         rest = _THOUSANDS_RE.sub("", rest)
+        rest = _SCALED_RE.sub(scaled, rest)
         rest = _DIGIT_TOKEN_RE.sub(digits, rest)
     words = _QUANTITY_WORD_RE.findall(rest)
     lows = frozenset(w.lower() for w in words)
