@@ -55,6 +55,14 @@ _add("metres", Fraction(1, 1000), "mm", "millimetre", "millimetres", "millimeter
 _add("metres", Fraction(1, 100), "cm", "centimetre", "centimetres", "centimeter", "centimeters")
 _add("metres", Fraction(1), "m", "metre", "metres", "meter", "meters")
 _add("metres", Fraction(1000), "km", "kilometre", "kilometres", "kilometer", "kilometers")
+# Imperial lengths and weights (exact by definition); not "in" (a preposition) nor
+# "pound" (a currency too).
+_add("metres", Fraction(254, 10_000), "inch", "inches")
+_add("metres", Fraction(3048, 10_000), "ft", "foot", "feet")
+_add("metres", Fraction(9144, 10_000), "yd", "yds", "yard", "yards")
+_add("metres", Fraction(1_609_344, 1000), "mi", "mile", "miles")
+_add("grams", Fraction(28_349_523_125, 10**9), "oz", "ounce", "ounces")
+_add("grams", Fraction(45_359_237, 100_000), "lb", "lbs")
 _add("grams", Fraction(1), "g", "gram", "grams", "gramme", "grammes")
 _add("grams", Fraction(1000), "kg", "kilo", "kilos", "kilogram", "kilograms")
 _add("litres", Fraction(1, 1000), "ml", "millilitre", "millilitres", "milliliter", "milliliters")

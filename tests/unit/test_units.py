@@ -29,6 +29,11 @@ from consumer.domain.units import currencies, read_units, same_currencies, unit_
         ("two and a half years", ["30 months"]),
         ("for 2 hours and a half, then 1 hour", ["150 minutes", "60 minutes"]),
         ("an hour and a half", ["90 minutes"]),
+        ("a 26.2-mile race", ["42164.8 metres"]),
+        ("six feet tall", ["1.8288 metres"]),
+        ("a 12 oz steak", ["340.194 grams"]),
+        ("weighs 10 lbs", ["4535.92 grams"]),
+        ("lives in Lyon", []),  # "in" is no inch
         ("a half and a half mix", []),
         ("twice a week", []),  # a rate, not an amount
         ("moved to a new flat", []),
@@ -70,6 +75,11 @@ def test_amounts_in_base_units(text: str, bases: list[str]) -> None:
         ),
         ("Water the ferns every 7 days.", "Water the ferns once a week."),
         ("Oona ran the service for a year and a half.", "Oona ran the service for 18 months."),
+        ("Oona's commute is 3 miles.", "Oona's commute is three miles."),
+        # Rates: one text's among the other's is no difference.
+        ("Oona drinks two coffees a day.", "Oona drinks two coffees daily."),
+        ("Oona works from home a day a week.", "Oona works from home one day per week."),
+        ("Oona waters the ferns daily.", "Oona waters the ferns daily and feeds them monthly."),
         ("The drive takes an hour and a half.", "The drive takes ninety minutes."),
         ("The visa lasts two and a half years.", "The visa lasts 30 months."),
         ("Water the ferns every 2 weeks.", "Water the ferns fortnightly."),
@@ -93,6 +103,13 @@ def test_equal_amounts_in_other_forms_pass(existing: str, new: str) -> None:
         ("Choir practice is every Tuesday.", "Choir practice is every other Tuesday."),
         ("The lease ends on 2027-03-04.", "The lease ends on 2027-04-03."),
         ("The sauna session lasts half an hour.", "The sauna session lasts 3 hours."),
+        ("Nadia runs 5 km every morning.", "Nadia runs 5 miles every morning."),
+        ("The parcel weighs 2 kg.", "The parcel weighs 2 lbs."),
+        # rates of one unit that differ
+        ("The API allows 100 requests per minute.", "The API allows 100 requests per second."),
+        ("Oona waters the ferns daily.", "Oona waters the ferns weekly."),
+        ("Oona visits her aunt every year.", "Oona visits her aunt every month."),
+        ("Oona takes a day off every month.", "Oona takes a day off every week."),
         # an amount with no number differs from the unit alone
         ("The sauna session lasts half an hour.", "The sauna session lasts an hour."),
         ("The drive takes an hour and a half.", "The drive takes an hour."),

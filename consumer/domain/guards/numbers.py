@@ -469,9 +469,9 @@ def _numbers_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
     side only is not a difference, as it may be unknown or left out ("4 y/o" /
     "4 years old"), unless it has no number ("half an hour" / "an hour");
     other units are ignored ("5 miles" = "5"); a rate of one unit only ever
-    makes amounts equal, so "every year" /
-    "every month" (no number on either side) is no veto, and "7 days a week" /
-    "every week" vetoes; a day is not 24 hours ("daily" / "every 24 hours"
+    makes amounts equal, and "7 days a week" / "every week" vetoes; rates of
+    one unit on both sides differ when neither text's rates are among the
+    other's ("per minute" / "per second", "every year" / "every month"); a day is not 24 hours ("daily" / "every 24 hours"
     vetoes); "9:00" without am/pm is read as 09:00, so "9:00" / "9pm" vetoes,
     while "9 to 5 pm" starts at 09:00; "5 pounds" is a currency unless "5
     pounds of" or "5-pound", so a weight in pounds can differ from "$5"; "3 CAD
@@ -481,7 +481,7 @@ def _numbers_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
     letters+digits token is one identifier, so "python3" / "Python 3" vetoes;
     "no cats" / "zero cats" vetoes.
     """
-    return _amounts_veto(qa, qb) or _currency_veto(qa, qb)
+    return _amounts_veto(qa, qb) or _rates_veto(qa, qb) or _currency_veto(qa, qb)
 
 
 def _amounts_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
@@ -494,11 +494,12 @@ def _amounts_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
         a, b = qa.in_units, qb.in_units  # "every 2 hours" / "every 2 days"
     # A one on one side only is the count an article makes: "a dog" / "one dog",
     # "a single repo" / "one repo" beside other numbers; not "junior" / "first year".
-    only_a, only_b = qa.in_units - qb.in_units, qb.in_units - qa.in_units
-    if (only_b == {"1"} and _article_one(qa, qb, only_a)) or (
-        only_a == {"1"} and _article_one(qb, qa, only_b)
-    ):
-        return None
+    for sa, sb in ((qa.raw, qb.raw), (qa.in_units, qb.in_units)):  # "a day" / "one day"
+        only_a, only_b = sa - sb, sb - sa
+        if (only_b == {"1"} and _article_one(qa, qb, only_a)) or (
+            only_a == {"1"} and _article_one(qb, qa, only_b)
+        ):
+            return None
     if _same_with_rates(qa, qb):
         return None  # "every year" / "every 12 months"
     detail = f"numbers differ: {_format_values(a - b)} vs {_format_values(b - a)}"
@@ -510,6 +511,20 @@ def _article_one(other: _Quantities, one: _Quantities, only_other: frozenset[str
     differs, it is a count (not "first"), and `one` says more numbers, so the "1"
     is not a changed number ("2 kids and 1 cat" / "2 kids and 2 cats")."""
     return not only_other and one.mentions > other.mentions and not _ordinal_one(one.text)
+
+
+def _rates_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
+    """Rates of one unit that differ: "per minute" / "per second", "daily" /
+    "weekly", "a day" / "a week" (the unit words alone are not aligned: "second"
+    reads as an ordinal). A rate on one side only, or one text's rates among the
+    other's, is no difference ("twice a day" / "twice a day, every week")."""
+    if not (may_have_rate_of_one(qa.text) and may_have_rate_of_one(qb.text)):
+        return None
+    rates_a, rates_b = set(read_units(qa.text).rates), set(read_units(qb.text).rates)
+    if not rates_a or not rates_b or rates_a <= rates_b or rates_b <= rates_a:
+        return None
+    detail = f"rates differ: per {_format_values(rates_a)} vs per {_format_values(rates_b)}"
+    return GuardVeto(GuardName.NUMBERS, detail[:_MAX_DETAIL])
 
 
 _ORDINAL_ONE_RE: Final = re.compile(r"(?<!\bat )\b(?:first|1st)\b", re.IGNORECASE)
