@@ -115,9 +115,15 @@ class Word:
 
 @dataclass(frozen=True, slots=True)
 class AlignedText:
-    """A text's content words (quantities left out), in order."""
+    """A text's content words (quantities left out), in order, and its
+    prepositions with the key of what each attaches to (`_opposed_prepositions`)."""
 
     words: tuple[Word, ...]
+    prepositions: frozenset[tuple[str, str]] = frozenset()
+    # How much of a group the text speaks of ("some", "most", ...; `_quantifiers`)
+    # and the gender of its third-person pronouns ("he" / "she").
+    quantifiers: frozenset[str] = frozenset()
+    genders: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,7 +311,50 @@ def _words(doc: Doc) -> AlignedText:
                 place=_place(token, cleft),
             )
         )
-    return AlignedText(tuple(words))
+    prepositions = frozenset(
+        (token.lemma_.lower(), _key(token.head)) for token in doc if token.dep_ == "prep"
+    )
+    genders = frozenset(
+        _PRONOUN_GENDERS[token.lower_] for token in doc if token.lower_ in _PRONOUN_GENDERS
+    )
+    return AlignedText(tuple(words), prepositions, _quantifiers(doc), genders)
+
+
+# A determiner or pronoun that speaks of part of a group, by what it means ("a
+# few" is "some"; "few" alone is not). "all", "every" and "each" speak of the
+# whole group, as a text without one does.
+_PART_QUANTIFIERS: Final = {
+    "some": "some", "several": "some", "most": "most", "majority": "most", "many": "many",
+    "few": "few",
+}  # fmt: skip
+_SUBJECT_QUANTIFIER_DEPS: Final = frozenset({"nsubj", "nsubjpass"})
+_PRONOUN_GENDERS: Final = {
+    "he": "m", "him": "m", "his": "m", "himself": "m",
+    "she": "f", "her": "f", "hers": "f", "herself": "f",
+}  # fmt: skip
+
+
+def _of_the_subject(token: Token) -> bool:
+    """A quantifier that is the subject ("Most of the team works remotely") or
+    determines it ("Many engineers review code"): how much of the group the fact
+    holds for. Elsewhere it is often a manner of speaking ("likes it the most",
+    "some 10 per cent")."""
+    if token.dep_ in _SUBJECT_QUANTIFIER_DEPS:
+        return True
+    return token.dep_ in {"det", "amod", "nummod"} and token.head.dep_ in _SUBJECT_QUANTIFIER_DEPS
+
+
+def _quantifiers(doc: Doc) -> frozenset[str]:
+    """What part of a group the text speaks of: "some" / "most" / "many" /
+    "few" (not "the most popular", an adverb)."""
+    found = set()
+    for token in doc:
+        meaning = _PART_QUANTIFIERS.get(token.lower_)
+        if meaning is None or not _of_the_subject(token):
+            continue
+        before = doc[token.i - 1].lower_ if token.i else ""
+        found.add("some" if meaning == "few" and before == "a" else meaning)
+    return frozenset(found)
 
 
 _FRACTION_WORDS: Final = frozenset({"half", "quarter", "third"})
@@ -596,6 +645,8 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
     veto = _judge(matched, left, right)
     if veto is None:
         veto = _root_tense(a, b, matched)
+    if veto is None:
+        veto = _opposed_prepositions(a, b) or _group_or_person(a, b)
     # Equivalent: every word matched, every participant in the same role, and every
     # word attached where its partner is (the same words in another order can say
     # another thing: "walks fast and talks slowly" / "walks slowly and talks fast",
@@ -604,6 +655,36 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
     same_places = all(x.place[1] == y.place[1] for x, y in matched)
     equivalent = not left and not right and same_roles and same_places
     return Alignment(veto, equivalent, len(left), len(right))
+
+
+def _opposed_prepositions(a: AlignedText, b: AlignedText) -> GuardVeto | None:
+    """Opposed prepositions on the same word, each on one side only: "opens
+    before nine" / "after nine", "takes the bus to work" / "from work". The role
+    check reads them through the words they govern; a quantity ("nine") is no
+    aligned word, so this reads the prepositions themselves."""
+    for preposition, head in sorted(a.prepositions):
+        for pair in _OPPOSED_PREPOSITIONS:
+            if preposition not in pair:
+                continue
+            (other,) = pair - {preposition}
+            if (
+                (other, head) in b.prepositions
+                and (other, head) not in a.prepositions
+                and (preposition, head) not in b.prepositions
+            ):
+                return _veto("role_change", f"'{head}': {preposition} vs {other}")
+    return None
+
+
+def _group_or_person(a: AlignedText, b: AlignedText) -> GuardVeto | None:
+    """Another part of a group ("all of the team" / "most of the team", "the team"
+    / "some of the team"), or a third person of another gender ("he" / "she")."""
+    if a.quantifiers != b.quantifiers:
+        shown = " / ".join(", ".join(sorted(q)) or "all" for q in (a.quantifiers, b.quantifiers))
+        return _veto("value_change", f"how much of the group: {shown}")
+    if a.genders and b.genders and a.genders.isdisjoint(b.genders):
+        return _veto("role_change", "a third person of another gender")
+    return None
 
 
 def _root_tense(
@@ -654,11 +735,16 @@ def _judge(
     role = _role_change(matched) or _another_doer(matched) or _doer_demoted(matched, left, right)
     if role is not None:
         return role
+    # Common nouns of either text: what a role modifier may make another thing of.
+    nouns = {w.key for pair in matched for w in pair if w.pos == "NOUN"}
+    nouns |= {w.key for w in (*left, *right) if w.pos == "NOUN"}
     for word in (*left, *right):
         if word.key in _TIME_MODIFIERS and word.dep in _MODIFIER_DEPS:
             return _veto("time_change", f"'{word.key}' on one side only")
         if word.key in _IRREALIS_VERBS and word.pos == "VERB":
             return _veto("time_change", f"'{word.key}' on one side only")
+        if word.key in _ROLE_MODIFIERS and word.head_key in nouns:
+            return _veto("value_change", f"'{word.key}' on one side only: another role")
     # A minimal edit that swaps a word for another is a changed value; a rewording
     # changes many words, and is left to the other checks.
     if len(left) <= _MAX_SWAP and len(right) <= _MAX_SWAP:
@@ -692,6 +778,11 @@ _TIME_MODIFIERS: Final = frozenset(
     {"previous", "former", "ex", "past", "current", "present", "future", "next", "last",
      "upcoming", "prior", "recent", "recently", "formerly"}
 )  # fmt: skip
+# Modifiers that make another thing of what they modify: a vice president is no
+# president, a half-brother not a brother.
+_ROLE_MODIFIERS: Final = frozenset(
+    {"vice", "deputy", "assistant", "acting", "interim", "step", "half", "honorary"}
+)
 _SWAP_POS: Final = frozenset({"VERB", "ADJ", "ADV"})
 _NOMINAL_DEPS: Final = frozenset(
     {"pobj", "pcomp", "dobj", "nsubj", "nsubjpass", "attr", "acomp", "appos"}

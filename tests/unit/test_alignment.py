@@ -131,6 +131,33 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ("User ran every day for the last 14 days.", "User ran every day.", "time_change"),
         # a unit with no amount is a word like any other
         ("User swims every week.", "User swims every day.", "value_change"),
+        # opposed prepositions on one word, though their object is a quantity
+        ("The bakery opens before eight.", "The bakery opens after eight.", "role_change"),
+        ("The bakery opens before eight.", "The bakery opens before 8.", None),
+        # how much of the group the subject is
+        (
+            "All of Wen's cousins speak Cantonese.",
+            "Some of Wen's cousins speak Cantonese.",
+            "value_change",
+        ),
+        (
+            "The choir rehearses on Sundays.",
+            "Most of the choir rehearses on Sundays.",
+            "value_change",
+        ),
+        ("Few neighbours own a car.", "A few neighbours own a car.", "value_change"),
+        ("Every tester writes reports.", "All testers write reports.", None),
+        ("Wen likes that café the most.", "Wen likes that café.", None),  # not the subject
+        # a third person of another gender is another person
+        ("He coaches the under-12 team.", "She coaches the under-12 team.", "role_change"),
+        # a modifier that makes another role of its noun
+        (
+            "Wen is the president of the rowing club.",
+            "Wen is the vice president of the rowing club.",
+            "value_change",
+        ),
+        ("Wen runs the bookshop.", "Wen is the assistant manager of the bookshop.", "value_change"),
+        ("Deputy Wen Li patrols the harbour.", "Wen Li patrols the harbour.", None),  # a title
     ],
 )
 def test_a_changed_fact_is_vetoed_with_its_kind(
