@@ -79,7 +79,7 @@ _OBJECT_DEPS: Final = frozenset({"dobj", "nsubjpass", "iobj", "obj"})
 # ("began painting", "finished saving").
 _FRAME_VERBS: Final = frozenset(
     {"use", "plan", "want", "hope", "intend", "consider", "try", "stop", "quit", "start",
-     "begin", "finish", "resume"}
+     "begin", "finish", "resume", "suppose"}
 )  # fmt: skip
 
 
@@ -184,6 +184,8 @@ def _frame_verb(token: Token) -> str:
     if token.pos_ not in {"VERB", "AUX"}:
         return ""
     lemma = token.lemma_.lower()
+    if lemma == "suppose":
+        return "should"  # "is supposed to visit" = "should visit"
     if lemma in _FRAME_VERBS:
         return lemma
     low = token.text.lower()
@@ -254,7 +256,13 @@ def _key(token: Token) -> str:
     low = token.text.lower()
     if low in _SELF_WORDS or token.text == _STAND_IN:
         return _SELF
-    return token.lemma_.lower()
+    lemma = token.lemma_.lower()
+    if lemma in {"like", "love"} and any(c.lower_ in _WISH_AUXILIARIES for c in token.children):
+        return "want"  # "would like a dog", "'d love a garden": a wish
+    return lemma
+
+
+_WISH_AUXILIARIES: Final = frozenset({"would", "'d", "\u2019d"})
 
 
 def _words(doc: Doc) -> AlignedText:

@@ -148,6 +148,15 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ("Few neighbours own a car.", "A few neighbours own a car.", "value_change"),
         ("Every tester writes reports.", "All testers write reports.", None),
         ("Wen likes that café the most.", "Wen likes that café.", None),  # not the subject
+        # a wish is not having it; "is supposed to" is "should"
+        ("Wen would like a sailboat.", "Wen has a sailboat.", "time_change"),
+        ("Wen would like a sailboat.", "Wen wants a sailboat.", None),
+        (
+            "Wen is supposed to call the plumber on Monday.",
+            "Wen called the plumber on Monday.",
+            "time_change",
+        ),
+        ("Wen is supposed to stretch daily.", "Wen should stretch daily.", None),
         # a third person of another gender is another person
         ("He coaches the under-12 team.", "She coaches the under-12 team.", "role_change"),
         # a modifier that makes another role of its noun
