@@ -24,11 +24,18 @@ STORED = [
     event("s2", "User sublets a flat to Ana."),
     event("s3", "User is a junior engineer at Wexford Labs."),
     event("s4", "User keeps bees on the roof."),
+    event("s5", "The bakery on Elm Street opens before eight."),
+    event("s6", "Wen is the president of the rowing club."),
+    event("s7", "Wen has a sailboat."),
 ]
 CHANGED = {
     "c1": ("The backend tests use Jest.", "value_change"),
     "c2": ("User sublets a flat from Ana.", "role_change"),
     "c3": ("User is a senior engineer at Wexford Labs.", "value_change"),
+    # The preposition's object is a quantity, which no word aligns with (was skipped).
+    "c4": ("The bakery on Elm Street opens after eight.", "role_change"),
+    "c5": ("Wen is the vice president of the rowing club.", "value_change"),
+    "c6": ("Wen would like a sailboat.", "time_change"),
 }
 SAME = {"p1": "I keep bees on the roof."}
 

@@ -357,12 +357,17 @@ async def test_guards_veto_high_similarity_pairs_that_are_different_facts(
         event("g2", "Alice loves Bob", namespace="people"),
         event("g3", "The meeting is on Monday", namespace="schedule"),
         event("g4", "User lives in Paris", namespace="bio"),
+        event("g9", "The startup raised $5 million in its seed round", namespace="money"),
+        event("g11", "The API allows 100 requests per minute", namespace="limits"),
     ]
     follow_up = [
         event("g5", "User's flight leaves at 9pm"),
         event("g6", "Bob loves Alice", namespace="people"),
         event("g7", "The meeting is not on Monday", namespace="schedule"),
         event("g8", "The user lives in Paris", namespace="bio"),
+        # A magnitude after digits, a rate of one unit: both passed the guard before.
+        event("g10", "The startup raised $5 billion in its seed round", namespace="money"),
+        event("g12", "The API allows 100 requests per second", namespace="limits"),
     ]
     try:
         async with running_consumer(settings, real_embedder, await stores.open()):
@@ -375,7 +380,14 @@ async def test_guards_veto_high_similarity_pairs_that_are_different_facts(
     finally:
         await stores.close()
     decisions = decisions_by_event(outputs, settings)
-    for event_id, guard in (("g5", "numbers"), ("g6", "word_order"), ("g7", "negation")):
+    vetoed = (
+        ("g5", "numbers"),
+        ("g6", "word_order"),
+        ("g7", "negation"),
+        ("g10", "numbers"),
+        ("g12", "numbers"),
+    )
+    for event_id, guard in vetoed:
         body = only(decisions, event_id)
         assert (body["decision"], body["reason"]) == ("accepted", "new"), event_id
         assert body["guard"]["name"] == guard, body["guard"]
