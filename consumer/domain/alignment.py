@@ -753,6 +753,10 @@ def _judge(
             return _veto("time_change", f"'{word.key}' on one side only")
         if word.key in _ROLE_MODIFIERS and word.head_key in nouns:
             return _veto("value_change", f"'{word.key}' on one side only: another role")
+    for x in left:
+        for y in right:
+            if frozenset({x.key, y.key}) in _OPPOSED_DIRECTIONS:
+                return _veto("value_change", f"'{x.key}' vs '{y.key}'")
     # A minimal edit that swaps a word for another is a changed value; a rewording
     # changes many words, and is left to the other checks.
     if len(left) <= _MAX_SWAP and len(right) <= _MAX_SWAP:
@@ -805,6 +809,21 @@ _OPPOSED_PREPOSITIONS: Final = frozenset(
         frozenset({"into", "out"}),
         frozenset({"above", "below"}),
         frozenset({"over", "under"}),
+        frozenset({"on", "off"}),
+        frozenset({"onto", "off"}),
+        frozenset({"to", "off"}),
+    }
+)
+# Directions: one for the other on the two sides reverses the fact ("rent went up"
+# / "went down"), whatever the parser made of each word.
+_OPPOSED_DIRECTIONS: Final = frozenset(
+    {
+        frozenset({"up", "down"}),
+        frozenset({"in", "out"}),
+        frozenset({"on", "off"}),
+        frozenset({"inside", "outside"}),
+        frozenset({"upstairs", "downstairs"}),
+        frozenset({"forward", "backward"}),
     }
 )
 

@@ -148,6 +148,9 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ("Few neighbours own a car.", "A few neighbours own a car.", "value_change"),
         ("Every tester writes reports.", "All testers write reports.", None),
         ("Wen likes that café the most.", "Wen likes that café.", None),  # not the subject
+        # directions that reverse the fact, whatever the parser made of them
+        ("Wen's rent went up to $900.", "Wen's rent went down to $900.", "value_change"),
+        ("Wen's team is moving to Nomad.", "Wen's team is moving off Nomad.", "role_change"),
         # a wish is not having it; "is supposed to" is "should"
         ("Wen would like a sailboat.", "Wen has a sailboat.", "time_change"),
         ("Wen would like a sailboat.", "Wen wants a sailboat.", None),
