@@ -8,7 +8,9 @@ Usage::
 Data sets: the memory pairs of ``bench/pairs/memory/`` (split by group into
 train / dev / frozen test, ``consumer.quality.pairs.split_of``: the test split is
 reported, train+dev beside it only to show what tuning saw), the shipped memory
-pairs (``consumer/data/memory_pairs.jsonl``, which earlier defaults were read off)
+pairs (``consumer/data/memory_pairs.jsonl``, which earlier defaults were read off),
+the probe pairs (``bench/pairs/probes.jsonl``: hard distinct pairs of the kinds a
+false merge loses, in-sample since rules were written against them)
 and the public sets in ``../shared/datasets`` (PAWS-Wiki dev/test, STS-B dev/test with
 duplicate = gold score >= 4.0, MRPC train/test), read in place, never copied.
 ``--limit`` pairs are sampled (seed 0) from each public split (0: all).
@@ -80,6 +82,7 @@ BoolArray = npt.NDArray[np.bool_]
 DEFAULT_DATASETS_DIR = REPO_ROOT.parent / "shared" / "datasets"
 MEMORY_PAIRS = REPO_ROOT / "consumer" / "data" / "memory_pairs.jsonl"
 MEMORY_PAIRS_DIR = REPO_ROOT / "bench" / "pairs" / "memory"
+PROBE_PAIRS = REPO_ROOT / "bench" / "pairs" / "probes.jsonl"
 # Distinct kinds whose false merges are counted apart (the targets: zero).
 HARD_DISTINCT_KINDS = ("number_change", "negation", "role_swap", "value_swap")
 PAWS_GAIN_TARGET = 0.15
@@ -483,6 +486,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=MEMORY_PAIRS_DIR,
         help="split memory pair files (*.jsonl; default bench/pairs/memory)",
     )
+    parser.add_argument(
+        "--probes",
+        type=Path,
+        default=PROBE_PAIRS,
+        help="probe pairs (default bench/pairs/probes.jsonl; a missing file is left out)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None, help="write all figures here")
     args = parser.parse_args(argv)
@@ -508,6 +517,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sets["memory-test"] = [p for p in split_pairs if p.split == "test"]
         sets["memory-train+dev"] = [p for p in split_pairs if p.split != "test"]
     sets["shipped"] = load_pairs(args.pairs)
+    if args.probes.exists():
+        # In-sample: rules were written against these pairs (bench/pairs/README.md).
+        sets["probes"] = load_pairs(args.probes)
     if not args.no_public:
         chosen = set(args.public.split(","))
         for name, folder, split in PUBLIC_SPLITS:

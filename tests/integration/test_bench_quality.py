@@ -49,6 +49,8 @@ def test_quality_bench_reports_every_set(tmp_path: Path) -> None:
     (memory / "pairs.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     shipped = tmp_path / "shipped.jsonl"
     shipped.write_text("\n".join(json.dumps(r) for r in rows[:4]) + "\n")
+    probes = tmp_path / "probes.jsonl"
+    probes.write_text("\n".join(json.dumps(r) for r in rows[3:5]) + "\n")
     out = tmp_path / "quality.json"
     result = subprocess.run(
         [
@@ -59,6 +61,8 @@ def test_quality_bench_reports_every_set(tmp_path: Path) -> None:
             str(memory),
             "--pairs",
             str(shipped),
+            "--probes",
+            str(probes),
             "--json",
             str(out),
         ],
@@ -72,7 +76,7 @@ def test_quality_bench_reports_every_set(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     document = json.loads(out.read_text())
     names = [s["name"] for s in document["sets"]]
-    assert names == ["memory-test", "memory-train+dev", "shipped"]
+    assert names == ["memory-test", "memory-train+dev", "shipped", "probes"]
     sizes = {s["name"]: s["pairs"] for s in document["sets"]}
-    assert sizes == {"memory-test": 2, "memory-train+dev": 5, "shipped": 4}
+    assert sizes == {"memory-test": 2, "memory-train+dev": 5, "shipped": 4, "probes": 2}
     assert "memory-test" in result.stdout
