@@ -556,6 +556,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             OnnxPairScorer.load(),
             veto_below=ce_settings.veto_below,
             rescue_from=ce_settings.rescue_from,
+            rescue_contained_from=ce_settings.rescue_contained_from,
             reworded_below=ce_settings.reworded_below,
             cache_size=1_000_000,
         )

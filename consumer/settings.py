@@ -118,6 +118,11 @@ class CrossEncoderSettings(BaseModel):
     # A match below the merge band that no guard or alignment check vetoes is
     # merged when P(same fact) is at or above this (docs/quality.md says why 0.70) ...
     rescue_from: Unit = 0.70
+    # ... or at or above this when the alignment finds nothing of one text missing
+    # from the other (a note and its sentence, a fact and the same fact with a
+    # detail): the parse checks what the extra words change, the model need only
+    # not doubt it (docs/quality.md, sixth round).
+    rescue_contained_from: Unit = 0.40
     # ... and its cosine at or above this (and below the namespace's merge threshold).
     rescue_threshold: Unit = 0.47
     # A match that the parse alignment finds reworded (words of each text left

@@ -135,12 +135,24 @@ class Alignment:
     equivalent: bool
     unmatched_existing: int
     unmatched_new: int
+    # A verb only one text has acts on a word both have ("has a gym membership" /
+    # "cancelled her gym membership"): more than a detail.
+    verb_added_on_shared: bool = False
 
     @property
     def detail_added(self) -> bool:
         """The new text is the stored fact plus something: nothing of the stored
         text is missing, nothing changed, and the new one has more words."""
         return self.veto is None and self.unmatched_existing == 0 and self.unmatched_new > 0
+
+    @property
+    def contained(self) -> bool:
+        """Nothing of one text is missing from the other: every word of one of
+        them is matched (a note and its sentence, a fact and the fact plus a
+        detail), and no verb only one has acts on a word both have. Says nothing
+        of a veto."""
+        one_side = self.unmatched_existing == 0 or self.unmatched_new == 0
+        return one_side and not self.verb_added_on_shared
 
     @property
     def reworded(self) -> bool:
@@ -662,7 +674,29 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
     same_roles = all(x.place[0] == y.place[0] for x, y in matched if _kind(x) == "name")
     same_places = all(x.place[1] == y.place[1] for x, y in matched)
     equivalent = not left and not right and same_roles and same_places
-    return Alignment(veto, equivalent, len(left), len(right))
+    return Alignment(
+        veto, equivalent, len(left), len(right), _verb_added(a, b, matched, left, right)
+    )
+
+
+def _verb_added(
+    a: AlignedText,
+    b: AlignedText,
+    matched: Sequence[tuple[Word, Word]],
+    left: Sequence[Word],
+    right: Sequence[Word],
+) -> bool:
+    """A verb only one text has governs a word whose partner another verb governs
+    ("has a gym membership" / "cancelled her gym membership"); a note's words
+    have no verb, so its sentence's verb adds nothing ("Bees: two hives" /
+    "User keeps bees in two hives")."""
+    added = [{w.key for w in side if w.pos == "VERB"} for side in (left, right)]
+    verbs = [{w.key for w in text.words if w.pos in {"VERB", "AUX"}} for text in (a, b)]
+    return any(
+        (x.head_key in added[0] and y.head_key in verbs[1] and y.head_key != x.head_key)
+        or (y.head_key in added[1] and x.head_key in verbs[0] and x.head_key != y.head_key)
+        for x, y in matched
+    )
 
 
 def _opposed_prepositions(a: AlignedText, b: AlignedText) -> GuardVeto | None:

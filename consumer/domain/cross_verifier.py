@@ -56,13 +56,17 @@ class CrossEncoderVerifier:
         veto_below: float,
         rescue_from: float,
         reworded_below: float | None = None,
+        rescue_contained_from: float | None = None,
         cache_size: int = _CACHE_SIZE,
     ) -> None:
         reworded_below = veto_below if reworded_below is None else reworded_below
+        if rescue_contained_from is None:
+            rescue_contained_from = rescue_from
         for name, value in (
             ("veto_below", veto_below),
             ("rescue_from", rescue_from),
             ("reworded_below", reworded_below),
+            ("rescue_contained_from", rescue_contained_from),
         ):
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be within 0..1, got {value}")
@@ -70,6 +74,7 @@ class CrossEncoderVerifier:
         self._veto_below = veto_below
         self._rescue_from = rescue_from
         self._reworded_below = max(reworded_below, veto_below)
+        self._rescue_contained_from = rescue_contained_from
         self._cache: OrderedDict[tuple[str, str], float] = OrderedDict()
         self._cache_size = cache_size
 
@@ -80,6 +85,13 @@ class CrossEncoderVerifier:
     @property
     def rescue_from(self) -> float:
         return self._rescue_from
+
+    @property
+    def rescue_contained_from(self) -> float:
+        return self._rescue_contained_from
+
+    def _rescue_cut(self, contained: bool) -> float:
+        return self._rescue_contained_from if contained else self._rescue_from
 
     @property
     def reworded_below(self) -> float:
@@ -126,12 +138,14 @@ class CrossEncoderVerifier:
         p = await self.probability_async(existing, new)
         return self._verdict(p, self._veto_cut(reworded))
 
-    def judge_rescue(self, existing: str, new: str) -> Verdict:
-        """Whether a pair below the merge band is the same fact: P >= rescue_from."""
-        return self._verdict(self.probability(existing, new), self._rescue_from)
+    def judge_rescue(self, existing: str, new: str, *, contained: bool = False) -> Verdict:
+        """Whether a pair below the merge band is the same fact: P >= rescue_from,
+        or >= rescue_contained_from for a pair the alignment finds `contained`."""
+        return self._verdict(self.probability(existing, new), self._rescue_cut(contained))
 
-    async def rescues(self, existing: str, new: str) -> Verdict:
-        return self._verdict(await self.probability_async(existing, new), self._rescue_from)
+    async def rescues(self, existing: str, new: str, *, contained: bool = False) -> Verdict:
+        p = await self.probability_async(existing, new)
+        return self._verdict(p, self._rescue_cut(contained))
 
     def _verdict(self, p: float, cut: float) -> Verdict:
         same = p >= cut

@@ -167,11 +167,14 @@ class MatchVetter:
                 memory.content, candidate.event.content
             ):
                 continue
-            verdict = await self._cross_encoder.rescues(memory.content, candidate.event.content)
-            if not verdict.same_fact:
-                return None
             alignment = await self._alignment(memory.content, candidate.event.content)
             if alignment is not None and alignment.veto is not None:
+                return None
+            contained = alignment is not None and alignment.contained
+            verdict = await self._cross_encoder.rescues(
+                memory.content, candidate.event.content, contained=contained
+            )
+            if not verdict.same_fact:
                 return None
             decision: Decision = Decision.MERGED
             threshold: float | None = bands.rescue_threshold

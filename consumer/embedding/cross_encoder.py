@@ -171,6 +171,7 @@ def build_cross_encoder(
         "cross_encoder_loaded",
         veto_below=settings.veto_below,
         rescue_from=settings.rescue_from,
+        rescue_contained_from=settings.rescue_contained_from,
         rescue_threshold=settings.rescue_threshold,
         reworded_below=settings.reworded_below,
         duration_ms=round((time.perf_counter() - started) * 1000, 1),
@@ -180,6 +181,7 @@ def build_cross_encoder(
         veto_below=settings.veto_below,
         rescue_from=settings.rescue_from,
         reworded_below=settings.reworded_below,
+        rescue_contained_from=settings.rescue_contained_from,
     )
 
 

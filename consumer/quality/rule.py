@@ -174,9 +174,11 @@ def rescues(
     existing = existing.strip()
     if guards and _guard_veto(existing, new, aligner) is not None:
         return False
-    if aligner is not None and aligner.check(existing, new).veto is not None:
+    alignment = aligner.check(existing, new) if aligner is not None else None
+    if alignment is not None and alignment.veto is not None:
         return False
-    return cross_encoder.judge_rescue(existing, new).same_fact
+    contained = alignment is not None and alignment.contained
+    return cross_encoder.judge_rescue(existing, new, contained=contained).same_fact
 
 
 def _rescue(

@@ -23,6 +23,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 STORED = [
     event("s1", "User works remotely from home."),
     event("s2", "User likes hiking in the Alps."),
+    event("s3", "User's Flying Blue status is Silver."),
 ]
 FOLLOW_UP = [
     # Same fact, cosine about 0.63 (below the 0.77 merge threshold); P(same) ~0.9.
@@ -30,6 +31,9 @@ FOLLOW_UP = [
     # Another activity, cosine about 0.86 (merge band); no guard, alignment or
     # local verifier veto; P(same) ~0.04.
     event("p2", "User likes skiing in the Alps."),
+    # A note of the stored sentence, every word of it in the sentence: cosine about
+    # 0.74, P(same) ~0.43, rescued from the contained cut (0.40), not the plain 0.70.
+    event("p3", "Flying Blue: Silver"),
 ]
 
 
@@ -55,6 +59,24 @@ async def test_the_cross_encoder_rescues_a_paraphrase_and_vetoes_another_fact(
     assert vetoed["guard"]["name"] == "verifier"
     assert vetoed["guard"]["detail"].startswith("cross-encoder: P(same fact)")
     assert vetoed["guard"]["memory_id"] == only(decisions, "s2")["memory_id"]
+
+    note = only(decisions, "p3")
+    assert note["decision"] == "merged", note
+    assert note["memory_id"] == only(decisions, "s3")["memory_id"]
+    assert note["threshold"] == 0.47
+
+
+async def test_with_one_rescue_cut_the_note_stays_apart(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(
+        local_broker.bootstrap_servers,
+        tmp_path,
+        dedup={"cross_encoder": {"rescue_contained_from": 0.70}},
+    )
+    decisions = await decide(settings, real_embedder)
+    assert only(decisions, "p1")["decision"] == "merged"
+    assert only(decisions, "p3")["decision"] == "accepted"
 
 
 async def test_without_it_the_paraphrase_is_new_and_the_other_fact_merged(

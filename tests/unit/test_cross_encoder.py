@@ -59,10 +59,23 @@ def cross(p: float) -> CrossEncoderVerifier:
         veto_below=defaults.veto_below,
         rescue_from=defaults.rescue_from,
         reworded_below=defaults.reworded_below,
+        rescue_contained_from=defaults.rescue_contained_from,
     )
 
 
 # The verifier ----------------------------------------------------------------------
+
+
+def test_a_contained_pair_is_rescued_from_the_lower_cut() -> None:
+    assert not cross(0.39).judge_rescue("a", "b", contained=True).same_fact
+    assert cross(0.40).judge_rescue("a", "b", contained=True).same_fact
+    assert not cross(0.40).judge_rescue("a", "b").same_fact
+    one_cut = CrossEncoderVerifier(FakeScorer(), veto_below=0.07, rescue_from=0.7)
+    assert one_cut.rescue_contained_from == 0.7  # unset: the plain cut
+    with pytest.raises(ValueError, match="rescue_contained_from"):
+        CrossEncoderVerifier(
+            FakeScorer(), veto_below=0.07, rescue_from=0.7, rescue_contained_from=7
+        )
 
 
 def test_verdicts_name_the_cross_encoder_and_its_cut() -> None:
@@ -275,6 +288,42 @@ async def test_an_aligned_band_match_needs_only_the_plain_cut(
         STORED, PARAPHRASE, 0.85, RESCUE_BANDS, aligner=aligner, cross_encoder=cross(0.3)
     )
     assert decided.decision is outcome.decision
+
+
+NOTE = "Bees: two hives on the shed roof"
+SENTENCE = "User keeps bees in two hives on the shed roof."
+CANCELLED = "User cancelled their gym membership."
+MEMBERSHIP = "User has a gym membership."
+
+
+async def test_a_note_found_in_its_sentence_is_rescued_from_the_lower_cut(
+    store: MemoryStore, embedder: FakeEmbedder, aligner: PairAligner
+) -> None:
+    alignment = aligner.check(SENTENCE, NOTE)
+    assert alignment.veto is None
+    assert alignment.contained
+    outcome = await decide_after_stored(
+        store, embedder, NOTE, 0.6, cross(0.5), stored=SENTENCE, aligner=aligner
+    )
+    assert (outcome.decision, outcome.threshold) == (Decision.MERGED, 0.47)
+    same = decide_pair(SENTENCE, NOTE, 0.6, RESCUE_BANDS, aligner=aligner, cross_encoder=cross(0.5))
+    assert same.decision is Decision.MERGED
+    # Without the parse nothing says the note is contained: the plain cut.
+    assert decide_pair(SENTENCE, NOTE, 0.6, RESCUE_BANDS, cross_encoder=cross(0.5)).decision is (
+        Decision.ACCEPTED
+    )
+
+
+async def test_a_verb_only_one_text_has_acting_on_a_shared_word_is_not_contained(
+    store: MemoryStore, embedder: FakeEmbedder, aligner: PairAligner
+) -> None:
+    alignment = aligner.check(MEMBERSHIP, CANCELLED)
+    assert alignment.unmatched_existing == 0
+    assert not alignment.contained
+    outcome = await decide_after_stored(
+        store, embedder, CANCELLED, 0.6, cross(0.5), stored=MEMBERSHIP, aligner=aligner
+    )
+    assert outcome.decision is Decision.ACCEPTED
 
 
 # The quality tools' rule -------------------------------------------------------------
