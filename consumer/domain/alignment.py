@@ -666,7 +666,7 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
     if veto is None:
         veto = _root_tense(a, b, matched)
     if veto is None:
-        veto = _opposed_prepositions(a, b) or _group_or_person(a, b)
+        veto = _opposed_prepositions(a, b) or _group_or_person(a, b) or _exception(a, b)
     # Equivalent: every word matched, every participant in the same role, and every
     # word attached where its partner is (the same words in another order can say
     # another thing: "walks fast and talks slowly" / "walks slowly and talks fast",
@@ -716,6 +716,18 @@ def _opposed_prepositions(a: AlignedText, b: AlignedText) -> GuardVeto | None:
             ):
                 return _veto("role_change", f"'{head}': {preposition} vs {other}")
     return None
+
+
+def _exception(a: AlignedText, b: AlignedText) -> GuardVeto | None:
+    """An exception on one side only narrows the fact ("allergic to nuts" /
+    "allergic to nuts, except almonds")."""
+    found = [{p for p, _ in text.prepositions} & _EXCEPTIONS for text in (a, b)]
+    if found[0] != found[1]:
+        return _veto("value_change", f"'{', '.join(sorted(found[0] ^ found[1]))}' on one side only")
+    return None
+
+
+_EXCEPTIONS: Final = frozenset({"except", "excluding", "but"})
 
 
 def _group_or_person(a: AlignedText, b: AlignedText) -> GuardVeto | None:
@@ -780,11 +792,14 @@ def _judge(
     # Common nouns of either text: what a role modifier may make another thing of.
     nouns = {w.key for pair in matched for w in pair if w.pos == "NOUN"}
     nouns |= {w.key for w in (*left, *right) if w.pos == "NOUN"}
+    verbs = {w.key for pair in matched for w in pair if w.pos == "VERB"}
     for word in (*left, *right):
         if word.key in _TIME_MODIFIERS and word.dep in _MODIFIER_DEPS:
             return _veto("time_change", f"'{word.key}' on one side only")
         if word.key in _IRREALIS_VERBS and word.pos == "VERB":
             return _veto("time_change", f"'{word.key}' on one side only")
+        if word.key in _COUNTERFACTUAL and word.dep == "advmod" and word.head_key in verbs:
+            return _veto("negation", f"'{word.key}' on one side only: it may not have happened")
         if word.key in _ROLE_MODIFIERS and word.head_key in nouns:
             return _veto("value_change", f"'{word.key}' on one side only: another role")
     for x in left:
@@ -824,6 +839,8 @@ _TIME_MODIFIERS: Final = frozenset(
     {"previous", "former", "ex", "past", "current", "present", "future", "next", "last",
      "upcoming", "prior", "recent", "recently", "formerly"}
 )  # fmt: skip
+# "almost moved", "nearly passed": the fact did not (quite) happen.
+_COUNTERFACTUAL: Final = frozenset({"almost", "nearly", "barely", "hardly", "scarcely"})
 # Modifiers that make another thing of what they modify: a vice president is no
 # president, a half-brother not a brother.
 _ROLE_MODIFIERS: Final = frozenset(

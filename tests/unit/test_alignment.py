@@ -151,6 +151,14 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         # directions that reverse the fact, whatever the parser made of them
         ("Wen's rent went up to $900.", "Wen's rent went down to $900.", "value_change"),
         ("Wen's team is moving to Nomad.", "Wen's team is moving off Nomad.", "role_change"),
+        # what almost happened did not; an exception narrows the fact
+        ("Wen moved to Porto.", "Wen almost moved to Porto.", "negation"),
+        ("Wen passed the driving test.", "Wen nearly passed the driving test.", "negation"),
+        (
+            "Wen is allergic to shellfish.",
+            "Wen is allergic to shellfish, except prawns.",
+            "value_change",
+        ),
         # a wish is not having it; "is supposed to" is "should"
         ("Wen would like a sailboat.", "Wen has a sailboat.", "time_change"),
         ("Wen would like a sailboat.", "Wen wants a sailboat.", None),
