@@ -8,15 +8,25 @@ unmatched and in which role:
 - **value change**: a few words swapped for as many in the same kind of slot (a
   noun's slot, whatever the tag; a modifier of the same phrase; a verb), or a
   phrasal verb's particle changed: "lives in Porto" / "lives in Faro", "window
-  seat" / "aisle seat", "turned on" / "turned off";
+  seat" / "aisle seat", "turned on" / "turned off"; a direction reversed ("went
+  up" / "went down"); another part of the subject's group ("most of the team" /
+  "the team"); a modifier that makes another role ("vice president"); an
+  exception on one side only ("except almonds");
 - **role change**: an aligned noun changes role (subject / object / the
-  preposition that introduces it): "sublets a flat to Ana" / "from Ana"; or the
-  same verb is done by another participant both texts name, or by the doer's
-  own team or relative ("User writes the notes" / "User's team writes the notes");
-- **negation**: a negation attached on one side only;
+  preposition that introduces it): "sublets a flat to Ana" / "from Ana"; opposed
+  prepositions on one word, whatever they govern ("opens before nine" / "after
+  nine"); the same verb done by another participant both texts name, or by the
+  doer's own team or relative ("User writes the notes" / "User's team writes the
+  notes"); "he" / "she";
+- **negation**: a negation attached on one side only, or "almost" / "nearly"
+  on a verb ("almost moved to Berlin");
 - **time change**: the same verb in another tense (a change of person, "knits"
   / "I knit", is none), or a modal ("might move"), "used to", "plans to",
-  "finished" frame on one side only.
+  "finished", "is supposed to", "would like" frame on one side only.
+
+`contained` is true when every word of one text is matched and no verb only the
+other has acts on a word both have: the cross-encoder's rescue below the band
+then needs less of the model (a note and its sentence).
 
 `equivalent` is true when nothing at all is unmatched, every participant keeps
 its role and every word stays attached where its partner is (a list member
