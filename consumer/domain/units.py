@@ -2,8 +2,8 @@
 written in other units compare equal: "8 weeks" / "56 days", "2 km" / "2,000 m",
 "500 MB" / "0.5 GB", "half an hour" / "30 minutes", "five years" / "60 months",
 "0.3 seconds" / "300 ms", "three quarters of an hour" / "45 minutes", "a year
-and a half" / "18 months"; and the
-currencies amounts are in ("$95" / "95 dollars", "40k EUR" / "€40,000").
+and a half" / "18 months", "26.2 miles" / "42.1648 km"; and the currencies
+amounts are in ("$95" / "95 dollars", "40k EUR" / "€40,000").
 
 The numbers guard (consumer.domain.guards) compares the quantities of two texts
 as sets; `read_units` gives, for each amount followed by a known unit, its

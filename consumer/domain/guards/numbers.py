@@ -468,12 +468,13 @@ def _numbers_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
     "an hour and a half" = "90 minutes", "2 hours" != "2 days"; a unit on one
     side only is not a difference, as it may be unknown or left out ("4 y/o" /
     "4 years old"), unless it has no number ("half an hour" / "an hour");
-    other units are ignored ("5 miles" = "5"); a rate of one unit only ever
-    makes amounts equal, and "7 days a week" / "every week" vetoes; rates of
-    one unit on both sides differ when neither text's rates are among the
-    other's ("per minute" / "per second", "every year" / "every month"); a day is not 24 hours ("daily" / "every 24 hours"
-    vetoes); "9:00" without am/pm is read as 09:00, so "9:00" / "9pm" vetoes,
-    while "9 to 5 pm" starts at 09:00; "5 pounds" is a currency unless "5
+    units it does not know are ignored ("5 furlongs" = "5"); a rate of one unit
+    only ever makes amounts equal, and "7 days a week" / "every week" vetoes;
+    rates of one unit on both sides differ when neither text's rates are among
+    the other's ("per minute" / "per second", "every year" / "every month"); a
+    day is not 24 hours ("daily" / "every 24 hours" vetoes); "9:00" without
+    am/pm is read as 09:00, so "9:00" / "9pm" vetoes, while "9 to 5 pm" starts
+    at 09:00; "5 pounds" is a currency unless "5
     pounds of" or "5-pound", so a weight in pounds can differ from "$5"; "3 CAD
     drawings" names Canadian dollars; ordinals equal cardinals ("third" = "3");
     "second" / "first" in a non-numeric sense ("second opinion") count; "May"
