@@ -120,8 +120,8 @@ class CrossEncoderSettings(BaseModel):
     rescue_from: Unit = 0.70
     # ... or at or above this when the alignment finds nothing of one text missing
     # from the other (a note and its sentence, a fact and the same fact with a
-    # detail): the parse checks what the extra words change, the model need only
-    # not doubt it (docs/quality.md, sixth round).
+    # detail) and the guards raised nothing: the parse checks what the extra words
+    # change, the model need only not doubt it (docs/quality.md, sixth round).
     rescue_contained_from: Unit = 0.40
     # ... and its cosine at or above this (and below the namespace's merge threshold).
     rescue_threshold: Unit = 0.47

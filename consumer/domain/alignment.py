@@ -26,7 +26,8 @@ unmatched and in which role:
 
 `contained` is true when every word of one text is matched and no verb only the
 other has acts on a word both have: the cross-encoder's rescue below the band
-then needs less of the model (a note and its sentence).
+then needs less of the model (a note and its sentence), where the guards raised
+nothing.
 
 `equivalent` is true when nothing at all is unmatched, every participant keeps
 its role and every word stays attached where its partner is (a list member
@@ -635,9 +636,10 @@ def _identical(a: Word, b: Word) -> bool:
 
 
 def _variant(a: Word, b: Word) -> bool:
-    return (
-        _abbreviates(a.key, b.key) or _abbreviates(b.key, a.key) or _spelling_variant(a.key, b.key)
-    )
+    # Verbs are written out, even in notes: "go" is no abbreviation of "grow".
+    verbs = a.pos == b.pos == "VERB"
+    abbreviation = _abbreviates(a.key, b.key) or _abbreviates(b.key, a.key)
+    return (abbreviation and not verbs) or _spelling_variant(a.key, b.key)
 
 
 def _pairs(

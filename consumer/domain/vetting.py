@@ -170,7 +170,13 @@ class MatchVetter:
             alignment = await self._alignment(memory.content, candidate.event.content)
             if alignment is not None and alignment.veto is not None:
                 return None
-            contained = alignment is not None and alignment.contained
+            # The lower cut of a contained pair needs guards that raised nothing:
+            # a lifted word-order veto leans on the parse alone already.
+            contained = (
+                alignment is not None
+                and alignment.contained
+                and not (self._guards and check_pair(memory.content, candidate.event.content))
+            )
             verdict = await self._cross_encoder.rescues(
                 memory.content, candidate.event.content, contained=contained
             )

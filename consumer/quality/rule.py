@@ -177,7 +177,11 @@ def rescues(
     alignment = aligner.check(existing, new) if aligner is not None else None
     if alignment is not None and alignment.veto is not None:
         return False
-    contained = alignment is not None and alignment.contained
+    contained = (
+        alignment is not None
+        and alignment.contained
+        and not (guards and check_pair(existing, new))  # as `MatchVetter._rescued`
+    )
     return cross_encoder.judge_rescue(existing, new, contained=contained).same_fact
 
 

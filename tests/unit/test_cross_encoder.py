@@ -326,6 +326,25 @@ async def test_a_verb_only_one_text_has_acting_on_a_shared_word_is_not_contained
     assert outcome.decision is Decision.ACCEPTED
 
 
+def test_a_pair_the_guards_objected_to_needs_the_plain_cut(aligner: PairAligner) -> None:
+    # Same words in another order: the parse lifts the word-order veto and finds
+    # every word matched, but the lower cut does not stack on a lifted veto.
+    mobile = "The mobile app will be rewritten before the web app."
+    web = "The web app will be rewritten before the mobile app."
+    assert aligner.check(mobile, web).contained
+    decided = decide_pair(mobile, web, 0.6, RESCUE_BANDS, aligner=aligner, cross_encoder=cross(0.5))
+    assert decided.decision is Decision.ACCEPTED
+
+
+def test_a_verb_is_no_abbreviation_of_another(aligner: PairAligner) -> None:
+    # "go" was read as short for "grow": the pair looked contained.
+    alignment = aligner.check(
+        "User grew up in Manchester.", "User went to university in Manchester."
+    )
+    assert alignment.unmatched_existing == 1
+    assert not alignment.contained
+
+
 # The quality tools' rule -------------------------------------------------------------
 
 
