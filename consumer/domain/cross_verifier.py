@@ -90,6 +90,12 @@ class CrossEncoderVerifier:
     def rescue_contained_from(self) -> float:
         return self._rescue_contained_from
 
+    @property
+    def lowest_rescue_cut(self) -> float:
+        """Below this P no pair is rescued, contained or not: the caller may skip
+        the parse."""
+        return min(self._rescue_from, self._rescue_contained_from)
+
     def _rescue_cut(self, contained: bool) -> float:
         return self._rescue_contained_from if contained else self._rescue_from
 

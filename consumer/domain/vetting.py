@@ -167,6 +167,10 @@ class MatchVetter:
                 memory.content, candidate.event.content
             ):
                 continue
+            # The model first: most candidates it rejects need no parse.
+            p = await self._cross_encoder.probability_async(memory.content, candidate.event.content)
+            if p < self._cross_encoder.lowest_rescue_cut:
+                return None
             alignment = await self._alignment(memory.content, candidate.event.content)
             if alignment is not None and alignment.veto is not None:
                 return None

@@ -174,6 +174,8 @@ def rescues(
     existing = existing.strip()
     if guards and _guard_veto(existing, new, aligner) is not None:
         return False
+    if cross_encoder.probability(existing, new) < cross_encoder.lowest_rescue_cut:
+        return False  # as `MatchVetter._rescued`: no parse needed
     alignment = aligner.check(existing, new) if aligner is not None else None
     if alignment is not None and alignment.veto is not None:
         return False
