@@ -196,6 +196,17 @@ def _base(value: Fraction, key: str) -> str:
     return f"{_plain(value * factor)} {dimension}"
 
 
+def _written_value(match: re.Match[str]) -> tuple[Fraction, str] | None:
+    """The number a match's `num` or `word` group holds, and its plain form."""
+    if match.group("num") is not None:
+        value = Fraction(match.group("num").replace(",", ""))
+    elif match.group("word") is not None:
+        value = _word_value(match.group("word"))
+    else:
+        return None
+    return value, _plain(value)
+
+
 def _amount(match: re.Match[str]) -> UnitAmount | None:
     """The amount an `_AMOUNT` match holds, or None when it holds none."""
     key = _unit_key(match.group("unit"))
@@ -205,14 +216,11 @@ def _amount(match: re.Match[str]) -> UnitAmount | None:
     # after a word ("a m", "one s").
     if len(key) == 1 and match.group("num") is None:
         return None
+    written = _written_value(match)
     if match.re is not _WHOLE_AMOUNT_RE and match.group("half") is not None:
         value, plain = Fraction(1, 2), ""
-    elif match.group("num") is not None:
-        value = Fraction(match.group("num").replace(",", ""))
-        plain = _plain(value)
-    elif match.group("word") is not None:
-        value = _word_value(match.group("word"))
-        plain = _plain(value)
+    elif written is not None:
+        value, plain = written
     else:  # quarters: "a quarter of", "three quarters of"
         count = (match.group("quarters") or "a").lower()
         value = Fraction(_QUARTERS[count], 4)
@@ -232,14 +240,7 @@ def _and_a_half(text: str) -> tuple[list[UnitAmount], list[tuple[int, int]]]:
         key = _unit_key(match.group("unit") or match.group("unit_after"))
         if key is None or len(key) == 1:
             continue  # single letters are units only right after digits
-        if match.group("num") is not None:
-            value = Fraction(match.group("num").replace(",", ""))
-            plain = _plain(value)
-        elif match.group("word") is not None:
-            value = _word_value(match.group("word"))
-            plain = _plain(value)
-        else:
-            value, plain = Fraction(1), ""  # "a year and a half"
+        value, plain = _written_value(match) or (Fraction(1), "")  # "a year and a half"
         found.append(UnitAmount(plain, _base(value + Fraction(1, 2), key)))
         spans.append(match.span())
     return found, spans
