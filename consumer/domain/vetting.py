@@ -55,6 +55,16 @@ def order_may_be_paraphrase(veto: GuardVeto | None) -> bool:
     return veto is not None and veto.guard is GuardName.WORD_ORDER
 
 
+def rescue_contained(alignment: Alignment | None, existing: str, new: str, *, guards: bool) -> bool:
+    """Whether a rescue may use the lower cut of a contained pair
+    (`dedup.cross_encoder.rescue_contained_from`): the alignment finds it
+    contained and the guards raised nothing, not even a veto the parse lifts (a
+    lifted word-order veto leans on the parse alone already)."""
+    if alignment is None or not alignment.contained:
+        return False
+    return not (guards and check_pair(existing, new))
+
+
 def may_be_lifted(veto: GuardVeto | None, existing: str, new: str) -> bool:
     """Whether the alignment may lift a guard's veto (`guard_veto_after_alignment`)."""
     return numbers_may_be_detail(veto, existing, new) or order_may_be_paraphrase(veto)
@@ -174,12 +184,8 @@ class MatchVetter:
             alignment = await self._alignment(memory.content, candidate.event.content)
             if alignment is not None and alignment.veto is not None:
                 return None
-            # The lower cut of a contained pair needs guards that raised nothing:
-            # a lifted word-order veto leans on the parse alone already.
-            contained = (
-                alignment is not None
-                and alignment.contained
-                and not (self._guards and check_pair(memory.content, candidate.event.content))
+            contained = rescue_contained(
+                alignment, memory.content, candidate.event.content, guards=self._guards
             )
             verdict = await self._cross_encoder.rescues(
                 memory.content, candidate.event.content, contained=contained

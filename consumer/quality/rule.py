@@ -34,7 +34,7 @@ from consumer.domain.normalize import content_hash, normalize_content
 from consumer.domain.thresholds import Bands
 from consumer.domain.verifier import PairJudge
 from consumer.domain.vetoes import GuardVeto
-from consumer.domain.vetting import guard_veto_after_alignment, may_be_lifted
+from consumer.domain.vetting import guard_veto_after_alignment, may_be_lifted, rescue_contained
 from schemas import Decision, DecisionReason
 
 __all__ = ["PairDecision", "decide_pair", "is_exact", "pair_veto", "rescues"]
@@ -179,11 +179,7 @@ def rescues(
     alignment = aligner.check(existing, new) if aligner is not None else None
     if alignment is not None and alignment.veto is not None:
         return False
-    contained = (
-        alignment is not None
-        and alignment.contained
-        and not (guards and check_pair(existing, new))  # as `MatchVetter._rescued`
-    )
+    contained = rescue_contained(alignment, existing, new, guards=guards)
     return cross_encoder.judge_rescue(existing, new, contained=contained).same_fact
 
 
