@@ -185,6 +185,8 @@ class _Quantities:
     text: str = field(repr=False)
     unnumbered: bool = False  # an amount with no number: "half an hour"
     mentions: int = 0  # quantities read, repeats counted ("2 kids and 2 cats": 2)
+    # Rates of one unit, in base units ("daily" -> "1 days"): read once per text.
+    rates: frozenset[str] = frozenset()
 
 
 def _unit_hint(text: str) -> bool:
@@ -200,12 +202,15 @@ def _quantities(text: str) -> _Quantities:
         CURRENCY_WORDS
     )
     money = currencies(text) if raw and named else frozenset()
+    rates = frozenset(read_units(text).rates) if may_have_rate_of_one(text) else frozenset()
     if not amounts:
-        return _Quantities(raw, raw, False, money, text, mentions=mentions)
+        return _Quantities(raw, raw, False, money, text, mentions=mentions, rates=rates)
     plain = {amount.plain for amount in amounts if amount.plain}
     in_units = (raw - plain) | {amount.base for amount in amounts}
     unnumbered = sum(1 for amount in amounts if not amount.plain)  # "a year and a half"
-    return _Quantities(raw, in_units, True, money, text, unnumbered > 0, mentions + unnumbered)
+    return _Quantities(
+        raw, in_units, True, money, text, unnumbered > 0, mentions + unnumbered, rates
+    )
 
 
 def _same_with_rates(qa: _Quantities, qb: _Quantities) -> bool:
@@ -519,9 +524,7 @@ def _rates_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
     "weekly", "a day" / "a week" (the unit words alone are not aligned: "second"
     reads as an ordinal). A rate on one side only, or one text's rates among the
     other's, is no difference ("twice a day" / "twice a day, every week")."""
-    if not (may_have_rate_of_one(qa.text) and may_have_rate_of_one(qb.text)):
-        return None
-    rates_a, rates_b = set(read_units(qa.text).rates), set(read_units(qb.text).rates)
+    rates_a, rates_b = qa.rates, qb.rates
     if not rates_a or not rates_b or rates_a <= rates_b or rates_b <= rates_a:
         return None
     detail = f"rates differ: per {_format_values(rates_a)} vs per {_format_values(rates_b)}"
