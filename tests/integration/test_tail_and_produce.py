@@ -157,6 +157,9 @@ async def test_tail_follows_new_records_and_stops_quietly_on_ctrl_c(
         env={**os.environ, **cli_env(settings)},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        # A suite started in the background (`make test &`) ignores SIGINT, and the
+        # child would inherit that; a terminal's Ctrl-C is what is tested here.
+        preexec_fn=_default_sigint,
     )
     assert process.stdout is not None
     assert process.stderr is not None
@@ -175,6 +178,10 @@ async def test_tail_follows_new_records_and_stops_quietly_on_ctrl_c(
     assert process.returncode == 0
     assert rest == b""
     assert b"Traceback" not in err
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 async def produce_dead_letter(settings: Settings, event_id: str) -> None:
