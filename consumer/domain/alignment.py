@@ -149,6 +149,10 @@ class Alignment:
     # A verb only one text has acts on a word both have ("has a gym membership" /
     # "cancelled her gym membership"): more than a detail.
     verb_added_on_shared: bool = False
+    # Every word matched and none took over the role or place another gave up
+    # (`_taken_over`): the same words rearranged, as a fronted phrase, a passive or
+    # a cleft does. Less than `equivalent` (a word may hang elsewhere).
+    reordered: bool = False
 
     @property
     def detail_added(self) -> bool:
@@ -686,9 +690,42 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
     same_roles = all(x.place[0] == y.place[0] for x, y in matched if _kind(x) == "name")
     same_places = all(x.place[1] == y.place[1] for x, y in matched)
     equivalent = not left and not right and same_roles and same_places
+    # Without a verb the parse reads no roles ("Tom mentors Ines" tagged as nouns).
+    has_verbs = all(any(w.pos in {"VERB", "AUX"} for w in t.words) for t in (a, b))
+    reordered = not left and not right and has_verbs and not _taken_over(matched)
     return Alignment(
-        veto, equivalent, len(left), len(right), _verb_added(a, b, matched, left, right)
+        veto,
+        equivalent,
+        len(left),
+        len(right),
+        _verb_added(a, b, matched, left, right),
+        reordered,
     )
+
+
+def _taken_over(matched: Sequence[tuple[Word, Word]]) -> bool:
+    """Whether a word took over what another word gave up: a participant the role
+    another left ("prefers tea over coffee" / "coffee over tea", "from Denver to
+    Salt Lake City" / "from Salt Lake City to Denver"), or a word the place, role
+    and anchor, that another of its kind left ("speaks Portuguese and is learning
+    Japanese" / "speaks Japanese and is learning Portuguese"). Moving a phrase
+    to the front, a passive or a cleft moves words without that."""
+    for xa, xb in matched:
+        if xa.place == xb.place:
+            continue
+        for ya, yb in matched:
+            if ya.key == xa.key or ya.place == yb.place:
+                continue
+            role_left = ya.place[0] != yb.place[0] and xa.place[0] != xb.place[0]
+            if role_left and xb.place[0] == ya.place[0] and _participant(xa) and _participant(ya):
+                return True
+            if _kind(xa) and _kind(xa) == _kind(ya) and xb.place == ya.place:
+                return True
+    return False
+
+
+def _participant(word: Word) -> bool:
+    return _kind(word) == "name" or word.key == _SELF
 
 
 def _verb_added(

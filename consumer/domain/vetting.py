@@ -36,14 +36,14 @@ def guard_veto_after_alignment(
     """The guards' veto once the alignment is known: quantities that come with an
     added detail (nothing of the stored text missing or changed) are that detail,
     and words the word-order guard finds moved are not a changed fact when the
-    alignment finds every word in its partner's role and place ("In 2019 the user
-    went diving" / "User went diving in 2019"); then only the other guards are
-    asked."""
+    alignment matches every word and none took over another's role or place
+    (`Alignment.reordered`: "In 2019 the user went diving" / "User went diving in
+    2019", a passive, a cleft); then only the other guards are asked."""
     if alignment is None or alignment.veto is not None:
         return veto
     if numbers_may_be_detail(veto, existing, new) and alignment.detail_added:
         return check_pair(existing, new, numbers=False)
-    if order_may_be_paraphrase(veto) and alignment.equivalent:
+    if order_may_be_paraphrase(veto) and (alignment.equivalent or alignment.reordered):
         return check_pair(existing, new, word_order=False)
     return veto
 

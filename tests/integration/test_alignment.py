@@ -84,3 +84,39 @@ async def test_without_the_alignment_the_same_input_is_folded(
         if only(decisions, event_id)["decision"] in ("merged", "skipped")
     ]
     assert folded, "the changed facts were kept apart without the alignment too"
+
+
+REARRANGED_STORED = [
+    event("r1", "User writes release notes in Markdown with a changelog section."),
+    event("r2", "User speaks Italian at home and is learning Greek."),
+]
+REARRANGED = [
+    # A cleft: every word matched, every role kept; the word-order guard's word
+    # lists alone cannot tell it from a swap.
+    event("m1", "Markdown with a changelog section is how the user writes release notes."),
+    # The same words, each language in the place the other left.
+    event("t1", "User speaks Greek at home and is learning Italian."),
+]
+
+
+@pytest.mark.parametrize("alignment_enabled", [True, False])
+async def test_rearranged_words_merge_only_when_the_parse_finds_every_role_kept(
+    local_broker: Any, real_embedder: Any, tmp_path: Path, alignment_enabled: bool
+) -> None:
+    settings = make_settings(
+        local_broker.bootstrap_servers,
+        tmp_path,
+        dedup={"alignment_enabled": alignment_enabled},
+    )
+    decisions = await decide_after_stored(settings, real_embedder, REARRANGED_STORED, REARRANGED)
+    cleft = only(decisions, "m1")
+    if alignment_enabled:
+        assert cleft["decision"] == "merged", cleft["reason"]
+        assert cleft["memory_id"] == only(decisions, "r1")["memory_id"]
+    else:
+        assert cleft["decision"] == "accepted"
+        assert cleft["guard"]["name"] == "word_order"
+    traded = only(decisions, "t1")
+    assert traded["decision"] == "accepted"
+    assert traded["guard"]["name"] == "word_order"
+    assert traded["related"][0]["memory_id"] == only(decisions, "r2")["memory_id"]

@@ -329,6 +329,66 @@ def test_lists_and_names_keep_their_place(aligner: PairAligner, existing: str, n
     assert alignment.equivalent
 
 
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        # a cleft whose clause hangs the words elsewhere, with every role kept
+        (
+            "User takes notes in Obsidian with daily templates.",
+            "Obsidian with daily templates is how the user takes notes.",
+        ),
+        (
+            "Nadia waters the ferns when the user travels.",
+            "When the user travels, the ferns are watered by Nadia.",
+        ),
+        (
+            "The band rehearses in a garage in Leeds every Sunday.",
+            "Every Sunday the band rehearses in a garage in Leeds.",
+        ),
+        (
+            "Priya approved the budget for the offsite in Lisbon.",
+            "The budget for the offsite in Lisbon was approved by Priya.",
+        ),
+    ],
+)
+def test_words_rearranged_with_their_roles_are_reordered(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    alignment = aligner.check(existing, new)
+    assert alignment.veto is None
+    assert alignment.reordered
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        # a word takes over the place another of its kind left
+        (
+            "User speaks Italian at home and is learning Greek.",
+            "User speaks Greek at home and is learning Italian.",
+        ),
+        (
+            "The team dropped Travis and now uses Buildkite.",
+            "The team dropped Buildkite and now uses Travis.",
+        ),
+        # a participant takes over the role another left
+        ("User prefers trains over planes.", "User prefers planes over trains."),
+        ("Marta switched from Vim to Emacs.", "Marta switched from Emacs to Vim."),
+        ("User's landlord is Mr. Okafor.", "User is Mr. Okafor's landlord."),
+        # no verb in the parse ("mentors" read as a noun): no roles to vouch for
+        ("Tom mentors Ines.", "Ines mentors Tom."),
+        # a word unmatched
+        ("User has a gym pass that runs out in May.", "In May the user's new gym pass runs out."),
+    ],
+)
+def test_a_word_taking_over_what_another_left_is_not_reordered(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    alignment = aligner.check(existing, new)
+    assert not alignment.reordered
+    assert not alignment.equivalent
+
+
 def test_parses_are_cached_per_text(aligner: PairAligner) -> None:
     text = "User collects vintage fountain pens."
     assert aligner.parsed(text) is aligner.parsed(text)

@@ -308,6 +308,17 @@ def test_the_alignment_lifts_a_word_order_veto_only_for_words_moved_with_their_r
     assert without.veto.guard is GuardName.WORD_ORDER
     assert decide_pair(*moved, 0.95, BANDS, aligner=aligner).duplicate
 
+    # Not word for word (the cleft hangs the words on "is"), every role kept: the
+    # veto is lifted, and the pair merges, which keeps the new text, not skips.
+    cleft = (
+        "User takes notes in Obsidian with daily templates.",
+        "Obsidian with daily templates is how the user takes notes.",
+    )
+    assert decide_pair(*cleft, 0.99, BANDS).veto is not None
+    rearranged = decide_pair(*cleft, 0.99, BANDS, aligner=aligner)
+    assert rearranged.veto is None
+    assert rearranged.decision is Decision.MERGED
+
     traded = ("Hana coaches Tomas at chess on Mondays.", "On Mondays, Tomas coaches Hana at chess.")
     kept = decide_pair(*traded, 0.95, BANDS, aligner=aligner)
     assert not kept.duplicate
