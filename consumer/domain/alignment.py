@@ -122,6 +122,10 @@ class Word:
     # Role and anchor as the equivalence test reads them (`_place`): a conjunct
     # stands where its list stands, a word inside a name where the name stands.
     place: tuple[str, str] = ("", "")
+    # The negated verb this word is the object of, or a modifier of its object
+    # ("eat" for "pork" of "doesn't eat pork"): a note negates the thing itself
+    # ("no pork").
+    negated_verb: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +283,16 @@ def _negated(token: Token) -> bool:
     )
 
 
+def _negated_verb(token: Token) -> str:
+    while token.dep_ in {"compound", "amod"} and token.head.i != token.i:
+        token = token.head  # "night" of "the night bus"
+    if token.dep_ not in {"dobj", "pobj"}:
+        return ""
+    verb = token.head.head if token.dep_ == "pobj" else token.head
+    negated = verb.pos_ in {"VERB", "AUX"} and verb.i != token.i and _negated(verb)
+    return _key(verb) if negated else ""
+
+
 def _key(token: Token) -> str:
     low = token.text.lower()
     if low in _SELF_WORDS or token.text == _STAND_IN:
@@ -344,6 +358,7 @@ def _words(doc: Doc) -> AlignedText:
                 anchor=_anchor(token),
                 phrase=_phrase(token),
                 place=_place(token, cleft),
+                negated_verb=_negated_verb(token),
             )
         )
     prepositions = frozenset(
@@ -809,13 +824,22 @@ def _root_tense(
     return None
 
 
+def _negation_moved(x: Word, y: Word, left: Sequence[Word], right: Sequence[Word]) -> bool:
+    """ "doesn't eat pork" / "no pork": one text negates the verb whose object the
+    other negates itself, and the verb is the text's own (left unmatched)."""
+    for negated, other, own in ((x, y, right), (y, x, left)):
+        if negated.negated and other.negated_verb and not other.negated:
+            return any(w.key == other.negated_verb and w.pos == "VERB" for w in own)
+    return False
+
+
 def _judge(
     matched: Sequence[tuple[Word, Word]],
     left: Sequence[Word],
     right: Sequence[Word],
 ) -> GuardVeto | None:
     for x, y in matched:
-        if x.negated != y.negated:
+        if x.negated != y.negated and not _negation_moved(x, y, left, right):
             return _veto("negation", f"'{x.key}' negated on one side only")
     for x, y in matched:
         if x.pos in {"VERB", "AUX"} and y.pos in {"VERB", "AUX"}:

@@ -120,3 +120,33 @@ async def test_rearranged_words_merge_only_when_the_parse_finds_every_role_kept(
     assert traded["decision"] == "accepted"
     assert traded["guard"]["name"] == "word_order"
     assert traded["related"][0]["memory_id"] == only(decisions, "r2")["memory_id"]
+
+
+NOTES_STORED = [
+    event("n1", "User doesn't drink alcohol at work events."),
+    event("n2", "e2e tests: Cypress"),
+]
+NOTES = [
+    # The note negates the thing where the sentence negates the verb.
+    event("w1", "no alcohol at work events"),
+    # A numeronym the other text writes out.
+    event("w2", "The team uses Cypress for end-to-end tests."),
+    # ... and one that it does not: another kind of test.
+    event("w3", "The team uses Cypress for unit tests."),
+]
+
+
+async def test_notes_that_negate_the_thing_or_abbreviate_a_word_merge_with_the_sentence(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(settings, real_embedder, NOTES_STORED, NOTES)
+    for event_id, stored in (("w1", "n1"), ("w2", "n2")):
+        body = only(decisions, event_id)
+        assert body["decision"] == "merged", (event_id, body["reason"])
+        assert body["memory_id"] == only(decisions, stored)["memory_id"]
+    unit_tests = only(decisions, "w3")
+    assert unit_tests["decision"] == "accepted"
+    assert unit_tests["memory_id"] not in {
+        only(decisions, e["event_id"])["memory_id"] for e in NOTES_STORED
+    }

@@ -81,6 +81,11 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
             "User is allergic to dogs but not to cats.",
             "negation",
         ),
+        # a note negates the thing where the sentence negates its verb
+        ("User does not drink soda at work.", "no soda (work)", None),
+        ("User never takes the night bus.", "no night bus", None),
+        # ... but a verb both texts have keeps its own polarity
+        ("User doesn't drink soda.", "User drinks soda.", "negation"),
         # a copula's tense and frame, a verb's auxiliaries, time modifiers
         (
             "User's favourite café is Lumen.",

@@ -58,6 +58,7 @@ _DIGIT_TOKEN_RE: Final = re.compile(
     r"(?<![^\W_])(?:[^\W_]+[-_./])*[^\W\d_]*\d[^\W_]*(?:[-_./][^\W_]+)*"
 )
 _INT_RE: Final = re.compile(r"\d+")
+_NUMERONYM_RE: Final = re.compile(r"([^\W\d_])(\d{1,2})([^\W\d_])")
 _DECIMAL_RE: Final = re.compile(r"\d+(?:\.\d+)+")
 _VERSION_RE: Final = re.compile(r"v(\d+(?:\.\d+)*)")
 _UNIT_NUMBER_RE: Final = re.compile(r"(\d+(?:\.\d+)?)([^\W\d_]{1,3})")
@@ -285,6 +286,10 @@ def _read_quantities(text: str) -> tuple[frozenset[str], frozenset[str], int]:
 
     def digits(match: re.Match[str]) -> str:
         token = match.group(0)
+        parts = token.split("/")
+        if len(parts) > 1 and all(len(p) >= 3 and not p.isdigit() for p in parts):
+            # "Black/isort/Flake8": a list of names, each read on its own
+            return " ".join(_DIGIT_TOKEN_RE.sub(digits, part) for part in parts)
         found.extend(_date_parts(token) or _number_range(token) or [_canonical_digit_token(token)])
         return _SENTINEL_PAD
 
@@ -484,7 +489,10 @@ def _numbers_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
     drawings" names Canadian dollars; ordinals equal cardinals ("third" = "3");
     "second" / "first" in a non-numeric sense ("second opinion") count; "May"
     and "march" are told from the modal and the verb by context only; a
-    letters+digits token is one identifier, so "python3" / "Python 3" vetoes;
+    letters+digits token is one identifier, so "python3" / "Python 3" vetoes,
+    but a numeronym the other text writes out is no difference ("k8s" /
+    "Kubernetes", "e2e" / "end-to-end"), and names joined by slashes
+    ("Black/isort/Flake8") are read one by one;
     "no cats" / "zero cats" vetoes.
     """
     return _amounts_veto(qa, qb) or _rates_veto(qa, qb) or _currency_veto(qa, qb)
@@ -508,8 +516,27 @@ def _amounts_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
             return None
     if _same_with_rates(qa, qb):
         return None  # "every year" / "every 12 months"
+    if _spelled_out(a - b, qb.text) and _spelled_out(b - a, qa.text):
+        return None  # "k8s" / "Kubernetes", "e2e tests" / "end-to-end tests"
     detail = f"numbers differ: {_format_values(a - b)} vs {_format_values(b - a)}"
     return GuardVeto(GuardName.NUMBERS, detail[:_MAX_DETAIL])
+
+
+def _spelled_out(numeronyms: frozenset[str], text: str) -> bool:
+    """Whether each of `numeronyms` is a numeronym ("k8s": a letter, the count of
+    the letters left out, a letter) that `text` writes out ("Kubernetes"); a "2"
+    may be "to" ("e2e" / "end-to-end", "p2p" / "peer to peer")."""
+    for value in numeronyms:
+        match = _NUMERONYM_RE.fullmatch(value)
+        if match is None:
+            return False
+        first, count, last = match.groups()
+        spelled = rf"\b{first}[^\W\d_]{{{count}}}{last}\b"
+        if count == "2":
+            spelled += rf"|\b{first}[^\W\d_]*[- ]to[- ]{last}[^\W\d_]*"
+        if re.search(spelled, text, re.IGNORECASE) is None:
+            return False
+    return True
 
 
 def _article_one(other: _Quantities, one: _Quantities, only_other: frozenset[str]) -> bool:
