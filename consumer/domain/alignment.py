@@ -705,9 +705,11 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
     same_roles = all(x.place[0] == y.place[0] for x, y in matched if _kind(x) == "name")
     same_places = all(x.place[1] == y.place[1] for x, y in matched)
     equivalent = not left and not right and same_roles and same_places
-    # Without a verb the parse reads no roles ("Tom mentors Ines" tagged as nouns).
-    has_verbs = all(any(w.pos in {"VERB", "AUX"} for w in t.words) for t in (a, b))
-    reordered = not left and not right and has_verbs and not _taken_over(matched)
+    # Without a verb the parse reads no roles ("Tom mentors Ines" tagged as nouns);
+    # with a word twice, places name the wrong one ("sister lives in Paris and
+    # brother lives in Rome": two "live").
+    readable = all(_places_readable(text) for text in (a, b))
+    reordered = not left and not right and readable and not _taken_over(matched)
     return Alignment(
         veto,
         equivalent,
@@ -716,6 +718,11 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         _verb_added(a, b, matched, left, right),
         reordered,
     )
+
+
+def _places_readable(text: AlignedText) -> bool:
+    keys = [w.key for w in text.words if w.key != _SELF and not w.light]
+    return len(keys) == len(set(keys)) and any(w.pos in {"VERB", "AUX"} for w in text.words)
 
 
 def _taken_over(matched: Sequence[tuple[Word, Word]]) -> bool:

@@ -382,6 +382,11 @@ def test_words_rearranged_with_their_roles_are_reordered(
         ("User's landlord is Mr. Okafor.", "User is Mr. Okafor's landlord."),
         # no verb in the parse ("mentors" read as a noun): no roles to vouch for
         ("Tom mentors Ines.", "Ines mentors Tom."),
+        # a word twice: its places cannot tell which one a word hangs on
+        (
+            "User's sister lives in Paris and their brother lives in Rome.",
+            "User's brother lives in Paris and their sister lives in Rome.",
+        ),
         # a word unmatched
         ("User has a gym pass that runs out in May.", "In May the user's new gym pass runs out."),
     ],
