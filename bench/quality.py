@@ -543,11 +543,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cosine >= t (cosine). false-merge rate = distinct pairs predicted duplicate / "
         "distinct pairs."
     )
-    verifier = build_verifier(settings.dedup)
+    aligner = PairAligner() if settings.dedup.alignment_enabled else None
+    verifier = build_verifier(settings.dedup, aligner=aligner)
     if verifier is not None and not isinstance(verifier, LocalVerifier):
         print("dedup.verifier is an LLM: the benchmark measures its local fallback")
         verifier = verifier.fallback
-    aligner = PairAligner() if settings.dedup.alignment_enabled else None
     cross_encoder = None
     ce_settings = settings.dedup.cross_encoder
     if ce_settings.enabled:

@@ -403,10 +403,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     settings = bq.load_settings()
     bands = bq.policy_from_settings(settings.dedup).default
-    verifier = bq.build_verifier(settings.dedup)
+    aligner = bq.PairAligner()
+    verifier = bq.build_verifier(settings.dedup, aligner=aligner)
     if verifier is not None and not isinstance(verifier, bq.LocalVerifier):
         verifier = verifier.fallback
-    aligner = bq.PairAligner()
     data = {
         name: build_set(name, pairs, cosine[name], ce[name], bands, verifier, aligner)
         for name, pairs in sets.items()

@@ -246,7 +246,7 @@ async def start_service(
         guards=settings.dedup.guards_enabled,
         decide_without_model=settings.dedup.on_model_unavailable == "exact_recent_only",
         merger=build_merger(settings.dedup),
-        verifier=build_verifier(settings.dedup),
+        verifier=build_verifier(settings.dedup, aligner=aligner),
         aligner=aligner,
         cross_encoder=cross_encoder,
     )

@@ -68,6 +68,7 @@ async def _score(
     *,
     with_verifier: bool = True,
     verifier_floor: float | None = None,
+    aligner: PairAligner | None = None,
 ) -> _Scored:
     """Similarities, and the consumer's verifier as a synchronous judge (an LLM
     verifier is asked here for each pair at or above `verifier_floor`, default the
@@ -84,7 +85,7 @@ async def _score(
     done = time.perf_counter()
     model = {"model_id": embedder.model_id, "backend": settings.embedding.backend}
     timing = {"model_load": round(loaded - started, 3), "embedding": round(done - loaded, 3)}
-    verifier = build_verifier(settings.dedup) if with_verifier else None
+    verifier = build_verifier(settings.dedup, aligner=aligner) if with_verifier else None
     if verifier is None:
         return _Scored(similarities, model, timing)
     if verifier_floor is None:
@@ -137,7 +138,8 @@ def run_evaluate(
         return 2
     settings, pairs = prepared
     # --no-guards: cosine bands only, so neither guards nor the verifier.
-    scored = asyncio.run(_score(settings, pairs, with_verifier=not no_guards))
+    aligner = _aligner(settings, no_guards)
+    scored = asyncio.run(_score(settings, pairs, with_verifier=not no_guards, aligner=aligner))
     guards = settings.dedup.guards_enabled and not no_guards
     evaluation = evaluate_pairs(
         pairs,
@@ -146,7 +148,7 @@ def run_evaluate(
         guards=guards,
         verifier=scored.verifier,
         verifier_name=scored.verifier_name,
-        aligner=_aligner(settings, no_guards),
+        aligner=aligner,
         # The cross-encoder's veto and rescue, as the consumer decides.
         cross_encoder=None if no_guards else build_cross_encoder(settings.dedup.cross_encoder),
     )
@@ -197,8 +199,11 @@ def run_calibrate(
     if prepared is None:
         return 2
     settings, pairs = prepared
+    aligner = _aligner(settings, no_guards)
     scored = asyncio.run(
-        _score(settings, pairs, with_verifier=not no_guards, verifier_floor=GRID[0])
+        _score(
+            settings, pairs, with_verifier=not no_guards, verifier_floor=GRID[0], aligner=aligner
+        )
     )
     guards = settings.dedup.guards_enabled and not no_guards
     try:
@@ -209,7 +214,7 @@ def run_calibrate(
             target=target_precision,
             guards=guards,
             verifier=scored.verifier,
-            aligner=_aligner(settings, no_guards),
+            aligner=aligner,
             cross_encoder=(
                 None if no_guards else build_cross_encoder(settings.dedup.cross_encoder)
             ),

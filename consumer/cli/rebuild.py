@@ -195,6 +195,7 @@ async def rebuild(
         publisher = CollectingPublisher(
             {settings.topics.accepted, settings.topics.merged, settings.topics.skipped}
         )
+        aligner = await load_aligner(settings.dedup.alignment_enabled)
         engine = DedupEngine(
             store=store,
             embedder=embedder,
@@ -205,8 +206,8 @@ async def rebuild(
             search_limit=settings.dedup.search_limit,
             guards=settings.dedup.guards_enabled,
             # The same checks as the live consumer, so a rebuild decides alike.
-            verifier=build_verifier(settings.dedup),
-            aligner=await load_aligner(settings.dedup.alignment_enabled),
+            verifier=build_verifier(settings.dedup, aligner=aligner),
+            aligner=aligner,
             cross_encoder=await load_cross_encoder(settings.dedup.cross_encoder),
         )
         state = DurableStore(store)

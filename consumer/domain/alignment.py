@@ -704,11 +704,12 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
     # "lives in Porto, some in Braga" / "lives in Braga, some in Porto").
     same_roles = all(x.place[0] == y.place[0] for x, y in matched if _kind(x) == "name")
     same_places = all(x.place[1] == y.place[1] for x, y in matched)
-    equivalent = not left and not right and same_roles and same_places
-    # Without a verb the parse reads no roles ("Tom mentors Ines" tagged as nouns);
-    # with a word twice, places name the wrong one ("sister lives in Paris and
-    # brother lives in Rome": two "live").
-    readable = all(_places_readable(text) for text in (a, b))
+    # With a word twice, places name the wrong one ("sister lives in Paris and
+    # brother lives in Rome": two "live"; "Harvard University defeated New York
+    # University"); without a verb the parse reads no roles ("User mentors Jack"
+    # tagged as nouns).
+    readable = _places_readable(a) and _places_readable(b)
+    equivalent = not left and not right and same_roles and same_places and readable
     reordered = not left and not right and readable and not _taken_over(matched)
     return Alignment(
         veto,
@@ -722,16 +723,18 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
 
 def _places_readable(text: AlignedText) -> bool:
     keys = [w.key for w in text.words if w.key != _SELF and not w.light]
-    return len(keys) == len(set(keys)) and any(w.pos in {"VERB", "AUX"} for w in text.words)
+    verbs = any(w.pos in {"VERB", "AUX"} for w in text.words)
+    return verbs and len(keys) == len(set(keys))
 
 
 def _taken_over(matched: Sequence[tuple[Word, Word]]) -> bool:
-    """Whether a word took over what another word gave up: a participant the role
-    another left ("prefers tea over coffee" / "coffee over tea", "from Denver to
-    Salt Lake City" / "from Salt Lake City to Denver"), or a word the place, role
-    and anchor, that another of its kind left ("speaks Portuguese and is learning
-    Japanese" / "speaks Japanese and is learning Portuguese"). Moving a phrase
-    to the front, a passive or a cleft moves words without that."""
+    """Whether a word took over what another word gave up: the role another left
+    ("prefers tea over coffee" / "coffee over tea", "from Denver to Salt Lake
+    City" / "from Salt Lake City to Denver"), or its place, role and anchor
+    ("speaks Portuguese and is learning Japanese" / "speaks Japanese and is
+    learning Portuguese", "their Montreal flat ... while in Vancouver" / "their
+    Vancouver flat ... while in Montreal"). Moving a phrase to the front, a
+    passive or a cleft moves words without that."""
     for xa, xb in matched:
         if xa.place == xb.place:
             continue
@@ -739,15 +742,17 @@ def _taken_over(matched: Sequence[tuple[Word, Word]]) -> bool:
             if ya.key == xa.key or ya.place == yb.place:
                 continue
             role_left = ya.place[0] != yb.place[0] and xa.place[0] != xb.place[0]
-            if role_left and xb.place[0] == ya.place[0] and _participant(xa) and _participant(ya):
+            if role_left and xb.place[0] == ya.place[0] and _content(xa) and _content(ya):
                 return True
-            if _kind(xa) and _kind(xa) == _kind(ya) and xb.place == ya.place:
+            if _content(xa) and _content(ya) and xb.place == ya.place:
                 return True
+            if _content(xa) and xa.dep != xb.dep and (xb.dep, yb.dep) == (ya.dep, xa.dep):
+                return True  # "rather read than watch TV" / "rather watch TV than read"
     return False
 
 
-def _participant(word: Word) -> bool:
-    return _kind(word) == "name" or word.key == _SELF
+def _content(word: Word) -> bool:
+    return bool(_kind(word)) or word.key == _SELF
 
 
 def _verb_added(

@@ -42,12 +42,14 @@ import httpx
 import structlog
 
 from consumer.domain.chat import ChatEndpoint, ChatFailed
-from consumer.domain.guards import pair_signals, text_signals
+from consumer.domain.guards import check_pair, pair_signals, text_signals
+from consumer.domain.lifting import order_lifted, order_may_be_paraphrase
 from consumer.domain.normalize import content_hash, normalize_content
 from consumer.domain.vetoes import GuardName, GuardVeto
 from consumer.errors import MemdedupError
 
 if TYPE_CHECKING:
+    from consumer.domain.alignment import PairAligner
     from consumer.settings import DedupSettings, VerifierSettings
 
 __all__ = [
@@ -224,10 +226,23 @@ def _fuzzy(unmatched_a: Sequence[str], unmatched_b: Sequence[str]) -> float:
     return sum(best) / len(best)
 
 
-def pair_features(existing: str, new: str, similarity: float) -> list[float]:
-    """The verifier's inputs for one pair, in the order of FEATURE_NAMES."""
+def pair_features(
+    existing: str, new: str, similarity: float, aligner: PairAligner | None = None
+) -> list[float]:
+    """The verifier's inputs for one pair, in the order of FEATURE_NAMES. With the
+    parse alignment, `guard_veto` reads the word-order guard as the consumer does
+    (consumer.domain.lifting): its veto on words the parse finds moved with their
+    roles is none. A numbers veto lifted as an added detail still counts: whether
+    the detail changes the fact ("vegetarian on weekdays") is the verifier's to say."""
     a, b = _analyse(existing), _analyse(new)
     signals = pair_signals(existing, new)
+    veto = signals.veto
+    if (
+        aligner is not None
+        and order_may_be_paraphrase(veto)
+        and order_lifted(veto, existing, new, aligner.check(existing, new))
+    ):
+        veto = check_pair(existing, new, word_order=False)
     shared = a.content_set & b.content_set
     only_a = [w for w in a.content if w not in b.content_set]
     only_b = [w for w in b.content if w not in a.content_set]
@@ -255,7 +270,7 @@ def pair_features(existing: str, new: str, similarity: float) -> list[float]:
         float(signals.relations_differ),
         float(a.labels != b.labels),
         float(signals.same_bag_other_order),
-        float(signals.veto is not None),
+        float(veto is not None),
     ]
 
 
@@ -358,24 +373,36 @@ class LocalVerifier:
 
     source = "local"
 
-    def __init__(self, model: VerifierModel, *, min_probability: float | None = None) -> None:
+    def __init__(
+        self,
+        model: VerifierModel,
+        *,
+        min_probability: float | None = None,
+        aligner: PairAligner | None = None,
+    ) -> None:
         self._model = model
+        self._aligner = aligner
         self._min_probability = (
             model.min_probability if min_probability is None else min_probability
         )
 
     @classmethod
     def load(
-        cls, path: Path | None = None, *, min_probability: float | None = None
+        cls,
+        path: Path | None = None,
+        *,
+        min_probability: float | None = None,
+        aligner: PairAligner | None = None,
     ) -> LocalVerifier:
-        return cls(_load_model(path or DEFAULT_MODEL_PATH), min_probability=min_probability)
+        model = _load_model(path or DEFAULT_MODEL_PATH)
+        return cls(model, min_probability=min_probability, aligner=aligner)
 
     @property
     def min_probability(self) -> float:
         return self._min_probability
 
     def probability(self, existing: str, new: str, similarity: float) -> float:
-        return self._model.probability(pair_features(existing, new, similarity))
+        return self._model.probability(pair_features(existing, new, similarity, self._aligner))
 
     def judge(self, existing: str, new: str, similarity: float) -> Verdict:
         p = self.probability(existing, new, similarity)
@@ -488,12 +515,17 @@ def _parse_answer(text: object) -> bool:
     return same
 
 
-def build_verifier(dedup: DedupSettings) -> LocalVerifier | LlmVerifier | None:
-    """The verifier `dedup.verifier` asks for; None when it is off."""
+def build_verifier(
+    dedup: DedupSettings, *, aligner: PairAligner | None = None
+) -> LocalVerifier | LlmVerifier | None:
+    """The verifier `dedup.verifier` asks for; None when it is off. `aligner`: the
+    consumer's parse alignment, when it is on (`pair_features`)."""
     settings: VerifierSettings = dedup.verifier
     if settings.kind == "off":
         return None
-    local = LocalVerifier.load(settings.model_path, min_probability=settings.min_probability)
+    local = LocalVerifier.load(
+        settings.model_path, min_probability=settings.min_probability, aligner=aligner
+    )
     if settings.kind == "local":
         return local
     assert settings.base_url, "verifier.base_url is required for kind llm"

@@ -14,45 +14,14 @@ import numpy as np
 from consumer.domain.alignment import Alignment, PairAligner
 from consumer.domain.batch import BatchState
 from consumer.domain.cross_verifier import CrossEncoderVerifier
-from consumer.domain.guards import adds_quantities, check_pair
+from consumer.domain.guards import check_pair
+from consumer.domain.lifting import guard_veto_after_alignment, may_be_lifted
 from consumer.domain.models import Candidate, GuardHit, MemoryRecord, Scope, ScoredMemory
 from consumer.domain.reviewed import ReviewedPairs
 from consumer.domain.thresholds import Bands
 from consumer.domain.verifier import Verifier
 from consumer.domain.vetoes import GuardName, GuardVeto
 from schemas import Decision
-
-
-def numbers_may_be_detail(veto: GuardVeto | None, existing: str, new: str) -> bool:
-    """Whether a guard's veto is the numbers guard's on quantities that only the new
-    text states (`adds_quantities`): the alignment then tells an added detail
-    ("User has a cooktop" / "User has a four-zone cooktop") from a changed fact."""
-    return veto is not None and veto.guard is GuardName.NUMBERS and adds_quantities(existing, new)
-
-
-def guard_veto_after_alignment(
-    veto: GuardVeto | None, existing: str, new: str, alignment: Alignment | None
-) -> GuardVeto | None:
-    """The guards' veto once the alignment is known: quantities that come with an
-    added detail (nothing of the stored text missing or changed) are that detail,
-    and words the word-order guard finds moved are not a changed fact when the
-    alignment matches every word and none took over another's role or place
-    (`Alignment.reordered`: "In 2019 the user went diving" / "User went diving in
-    2019", a passive, a cleft); then only the other guards are asked."""
-    if alignment is None or alignment.veto is not None:
-        return veto
-    if numbers_may_be_detail(veto, existing, new) and alignment.detail_added:
-        return check_pair(existing, new, numbers=False)
-    if order_may_be_paraphrase(veto) and (alignment.equivalent or alignment.reordered):
-        return check_pair(existing, new, word_order=False)
-    return veto
-
-
-def order_may_be_paraphrase(veto: GuardVeto | None) -> bool:
-    """Whether a guard's veto is the word-order guard's: its word lists cannot
-    tell words moved with their roles ("In 2019 the user went diving", a passive
-    with its agent) from roles traded; the parse alignment can."""
-    return veto is not None and veto.guard is GuardName.WORD_ORDER
 
 
 def rescue_contained(alignment: Alignment | None, existing: str, new: str, *, guards: bool) -> bool:
@@ -63,11 +32,6 @@ def rescue_contained(alignment: Alignment | None, existing: str, new: str, *, gu
     if alignment is None or not alignment.contained:
         return False
     return not (guards and check_pair(existing, new))
-
-
-def may_be_lifted(veto: GuardVeto | None, existing: str, new: str) -> bool:
-    """Whether the alignment may lift a guard's veto (`guard_veto_after_alignment`)."""
-    return numbers_may_be_detail(veto, existing, new) or order_may_be_paraphrase(veto)
 
 
 class MatchVetter:

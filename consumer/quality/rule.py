@@ -29,12 +29,12 @@ from dataclasses import dataclass
 
 from consumer.domain.alignment import PairAligner
 from consumer.domain.cross_verifier import CrossEncoderVerifier
-from consumer.domain.guards import check_pair
+from consumer.domain.lifting import guards_after_parse
 from consumer.domain.normalize import content_hash, normalize_content
 from consumer.domain.thresholds import Bands
 from consumer.domain.verifier import PairJudge
 from consumer.domain.vetoes import GuardVeto
-from consumer.domain.vetting import guard_veto_after_alignment, may_be_lifted, rescue_contained
+from consumer.domain.vetting import rescue_contained
 from schemas import Decision, DecisionReason
 
 __all__ = ["PairDecision", "decide_pair", "is_exact", "pair_veto", "rescues"]
@@ -88,10 +88,7 @@ def pair_veto(
 
 def _guard_veto(existing: str, new: str, aligner: PairAligner | None) -> GuardVeto | None:
     """The guards' veto as `MatchVetter._guard_veto` asks it."""
-    veto = check_pair(existing, new)
-    if aligner is None or not may_be_lifted(veto, existing, new):
-        return veto
-    return guard_veto_after_alignment(veto, existing, new, aligner.check(existing, new))
+    return guards_after_parse(existing, new, aligner)
 
 
 def decide_pair(

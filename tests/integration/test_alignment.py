@@ -150,3 +150,31 @@ async def test_notes_that_negate_the_thing_or_abbreviate_a_word_merge_with_the_s
     assert unit_tests["memory_id"] not in {
         only(decisions, e["event_id"])["memory_id"] for e in NOTES_STORED
     }
+
+
+PASSIVE_STORED = [
+    event("v1", "The finance team approved the new travel policy in March."),
+    event("v2", "User pays $900 for rent and $150 for parking."),
+]
+PASSIVE = [
+    # A fronted phrase and a passive: the verifier reads the word-order guard as
+    # the consumer does, so it no longer counts that guard's lifted veto.
+    event("q1", "In March the new travel policy was approved by the finance team."),
+    # Two amounts trade what they pay for: the parse does not see amounts, so the
+    # word-order guard's veto stands, whatever the alignment finds.
+    event("q2", "User pays $150 for rent and $900 for parking."),
+]
+
+
+async def test_a_passive_is_folded_and_traded_amounts_are_kept_apart(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(settings, real_embedder, PASSIVE_STORED, PASSIVE)
+    passive = only(decisions, "q1")
+    assert passive["decision"] in ("skipped", "merged"), passive["reason"]
+    assert passive["memory_id"] == only(decisions, "v1")["memory_id"]
+    traded = only(decisions, "q2")
+    assert traded["decision"] == "accepted"
+    assert traded["guard"]["name"] == "word_order"
+    assert traded["related"][0]["memory_id"] == only(decisions, "v2")["memory_id"]

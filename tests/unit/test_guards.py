@@ -7,7 +7,7 @@ import typing
 
 import pytest
 
-from consumer.domain.guards import GuardName, GuardVeto, check_pair
+from consumer.domain.guards import GuardName, GuardVeto, check_pair, quantities_may_trade
 from schemas import GuardReport
 
 # --- numbers: digits, number words, times, dates, weekdays, months, identifiers ---
@@ -526,3 +526,19 @@ def test_time_range_detail_names_the_shared_half_of_the_day() -> None:
     quarter = check_pair("Launch in Q3.", "Launch in the fourth quarter.")
     assert quarter is not None
     assert quarter.detail == "numbers differ: {'q3'} vs {'q4'}"
+
+
+@pytest.mark.parametrize(
+    ("text", "may_trade"),
+    [
+        ("User runs 5 km on Mondays and 10 km on Saturdays.", True),
+        ("User pays $900 for rent and $150 for parking.", True),
+        ("The 9:00 standup moved to 10:30.", True),
+        ("User runs 5 km on Mondays.", False),
+        # a year beside a day of a date counts nothing another number could take
+        ("User was born on 21 February 1990 in Nairobi.", False),
+        ("User keeps bees.", False),
+    ],
+)
+def test_two_quantities_of_one_kind_may_trade(text: str, may_trade: bool) -> None:
+    assert quantities_may_trade(text) is may_trade

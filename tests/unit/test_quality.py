@@ -319,6 +319,14 @@ def test_the_alignment_lifts_a_word_order_veto_only_for_words_moved_with_their_r
     assert rearranged.veto is None
     assert rearranged.decision is Decision.MERGED
 
+    # Amounts the alignment does not see: moved, they trade what they count.
+    amounts = ("Kofi runs 5 km on Mondays and 10 km on Saturdays.",
+               "Kofi runs 10 km on Mondays and 5 km on Saturdays.")  # fmt: skip
+    assert aligner.check(*amounts).veto is None
+    kept_apart = decide_pair(*amounts, 0.99, BANDS, aligner=aligner)
+    assert kept_apart.veto is not None
+    assert kept_apart.veto.guard is GuardName.WORD_ORDER
+
     traded = ("Hana coaches Tomas at chess on Mondays.", "On Mondays, Tomas coaches Hana at chess.")
     kept = decide_pair(*traded, 0.95, BANDS, aligner=aligner)
     assert not kept.duplicate

@@ -76,6 +76,29 @@ def test_features_see_word_order() -> None:
     assert swapped["lcs_ratio"] < 1.0
 
 
+def test_with_the_parse_the_guard_veto_feature_is_what_the_consumer_counts() -> None:
+    from consumer.domain.alignment import PairAligner
+
+    aligner = PairAligner()
+    passive = ("The finance team approved the new travel policy in March.",
+               "In March the new travel policy was approved by the finance team.")  # fmt: skip
+    # The word lists alone see the words moved; the parse finds each in its role.
+    assert features(*passive)["guard_veto"] == 1.0
+    with_parse = dict(zip(FEATURE_NAMES, pair_features(*passive, 0.99, aligner), strict=True))
+    assert with_parse["guard_veto"] == 0.0
+    assert with_parse["order_discord"] == features(*passive, 0.99)["order_discord"]
+    # Roles traded, amounts traded, or a number added as a detail: still a veto.
+    for pair in (
+        ("Marta switched from Vim to Emacs.", "Marta switched from Emacs to Vim."),
+        (
+            "User pays $900 for rent and $150 for parking.",
+            "User pays $150 for rent and $900 for parking.",
+        ),
+        ("Kofi is vegetarian.", "Kofi is vegetarian on weekdays."),
+    ):
+        assert pair_features(*pair, 0.95, aligner)[FEATURE_NAMES.index("guard_veto")] == 1.0
+
+
 def test_features_read_persons_as_one() -> None:
     f = features("I live in Paris", "User lives in Paris")
     assert f["content_jaccard"] == 1.0

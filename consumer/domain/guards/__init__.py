@@ -35,6 +35,7 @@ from consumer.domain.guards.checks import (
     adds_quantities,
     check_pair,
     pair_signals,
+    quantities_may_trade,
     text_signals,
 )
 from consumer.domain.vetoes import GuardName, GuardVeto, related_kind
@@ -47,6 +48,7 @@ __all__ = [
     "adds_quantities",
     "check_pair",
     "pair_signals",
+    "quantities_may_trade",
     "related_kind",
     "text_signals",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
@@ -64,6 +65,32 @@ def adds_quantities(existing: str, new: str) -> bool:
     detail; the parse alignment can."""
     qa, qb = _features(existing).quantities, _features(new).quantities
     return not qa.raw and not qa.currencies and bool(qb.raw)
+
+
+def quantities_may_trade(text: str) -> bool:
+    """Whether ``text`` states two quantities of one kind (two numbers, two
+    times, two days or months): moved, they can trade what they count ("5 km on
+    Mondays and 10 km on Saturdays" / "10 km on Mondays and 5 km on Saturdays")
+    while the numbers guard sees the same set and the parse alignment sees none."""
+    kinds: dict[str, int] = {}
+    for value in _features(text).quantities.raw:
+        kinds[_quantity_kind(value)] = kinds.get(_quantity_kind(value), 0) + 1
+    return any(count >= 2 for kind, count in kinds.items() if kind)
+
+
+def _quantity_kind(value: str) -> str:
+    if _TIME_VALUE_RE.fullmatch(value):
+        return "time"
+    try:
+        number = float(value)
+    except ValueError:
+        return "calendar" if value.isalpha() else ""
+    # A year stands beside a day and a month in a date ("14 June 2025"), not for
+    # a count another number could take over.
+    return "year" if value.isdigit() and 1800 <= number <= 2199 else "number"
+
+
+_TIME_VALUE_RE: Final = re.compile(r"\d{2}:\d{2}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,72 @@
+"""Which of the guards' vetoes the parse alignment lifts: quantities that come
+with an added detail ("User has a cooktop" / "User has a four-zone cooktop"),
+and words the word-order guard finds moved that the alignment finds in their
+roles ("In 2019 the user went diving" / "User went diving in 2019"). Read by the
+vetter (consumer.domain.vetting), the quality tools' rule and the verifier, whose
+"a guard vetoes" input is the veto the parse leaves."""
+
+from __future__ import annotations
+
+from consumer.domain.alignment import Alignment, PairAligner
+from consumer.domain.guards import adds_quantities, check_pair, quantities_may_trade
+from consumer.domain.vetoes import GuardName, GuardVeto
+
+
+def numbers_may_be_detail(veto: GuardVeto | None, existing: str, new: str) -> bool:
+    """Whether a guard's veto is the numbers guard's on quantities that only the new
+    text states (`adds_quantities`): the alignment then tells an added detail
+    ("User has a cooktop" / "User has a four-zone cooktop") from a changed fact."""
+    return veto is not None and veto.guard is GuardName.NUMBERS and adds_quantities(existing, new)
+
+
+def guard_veto_after_alignment(
+    veto: GuardVeto | None, existing: str, new: str, alignment: Alignment | None
+) -> GuardVeto | None:
+    """The guards' veto once the alignment is known: quantities that come with an
+    added detail (nothing of the stored text missing or changed) are that detail,
+    and words the word-order guard finds moved are not a changed fact when the
+    alignment matches every word and none took over another's role or place
+    (`Alignment.reordered`: "In 2019 the user went diving" / "User went diving in
+    2019", a passive, a cleft); then only the other guards are asked."""
+    if alignment is None or alignment.veto is not None:
+        return veto
+    if numbers_may_be_detail(veto, existing, new) and alignment.detail_added:
+        return check_pair(existing, new, numbers=False)
+    if order_lifted(veto, existing, new, alignment):
+        return check_pair(existing, new, word_order=False)
+    return veto
+
+
+def order_lifted(
+    veto: GuardVeto | None, existing: str, new: str, alignment: Alignment | None
+) -> bool:
+    """Whether the alignment lifts the word-order guard's veto: every word is
+    matched in its role (`Alignment.equivalent` or `Alignment.reordered`), and
+    neither text has two quantities of one kind, which the alignment does not
+    see and which can trade what they count when moved."""
+    if not order_may_be_paraphrase(veto) or alignment is None or alignment.veto is not None:
+        return False
+    if not (alignment.equivalent or alignment.reordered):
+        return False
+    return not (quantities_may_trade(existing) or quantities_may_trade(new))
+
+
+def order_may_be_paraphrase(veto: GuardVeto | None) -> bool:
+    """Whether a guard's veto is the word-order guard's: its word lists cannot
+    tell words moved with their roles ("In 2019 the user went diving", a passive
+    with its agent) from roles traded; the parse alignment can."""
+    return veto is not None and veto.guard is GuardName.WORD_ORDER
+
+
+def may_be_lifted(veto: GuardVeto | None, existing: str, new: str) -> bool:
+    """Whether the alignment may lift a guard's veto (`guard_veto_after_alignment`)."""
+    return numbers_may_be_detail(veto, existing, new) or order_may_be_paraphrase(veto)
+
+
+def guards_after_parse(existing: str, new: str, aligner: PairAligner | None) -> GuardVeto | None:
+    """The guards' veto on a pair once the alignment (None: off) has lifted what
+    it may (`guard_veto_after_alignment`); parses only a pair a guard vetoes."""
+    veto = check_pair(existing, new)
+    if aligner is None or not may_be_lifted(veto, existing, new):
+        return veto
+    return guard_veto_after_alignment(veto, existing, new, aligner.check(existing, new))
