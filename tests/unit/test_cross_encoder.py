@@ -119,9 +119,9 @@ def test_a_reworded_pair_needs_better_than_even_odds() -> None:
     assert verifier.judge("a", "b", 0.9).same_fact
     reworded = verifier.judge("a", "b", 0.9, reworded=True)
     assert not reworded.same_fact
-    assert reworded.detail == "P(same fact) 0.300 < 0.6"
-    assert not cross(0.55).judge("a", "b", 0.9, reworded=True).same_fact
-    assert cross(0.6).judge("a", "b", 0.9, reworded=True).same_fact
+    assert reworded.detail == "P(same fact) 0.300 < 0.7"
+    assert not cross(0.65).judge("a", "b", 0.9, reworded=True).same_fact
+    assert cross(0.7).judge("a", "b", 0.9, reworded=True).same_fact
     # Never laxer than the plain veto, and the plain veto when not given.
     strict = CrossEncoderVerifier(FakeScorer(), veto_below=0.6, rescue_from=0.7, reworded_below=0.5)
     assert strict.reworded_below == 0.6
@@ -270,7 +270,7 @@ async def test_a_reworded_band_match_needs_better_than_even_odds_from_the_cross_
     )
     assert outcome.decision is Decision.ACCEPTED
     assert outcome.guard is not None
-    assert outcome.guard.veto.detail.startswith("cross-encoder: P(same fact) 0.300 < 0.6")
+    assert outcome.guard.veto.detail.startswith("cross-encoder: P(same fact) 0.300 < 0.7")
     same = decide_pair(BALCONY, PLOT, 0.85, RESCUE_BANDS, aligner=aligner, cross_encoder=cross(0.3))
     assert same.veto is not None
     assert same.veto.detail == outcome.guard.veto.detail
@@ -372,7 +372,7 @@ def test_decide_pair_rescues_and_vetoes_as_the_engine() -> None:
 def test_settings_default_on_with_the_dev_split_thresholds() -> None:
     settings = CrossEncoderSettings()
     assert (settings.enabled, settings.veto_below, settings.rescue_from) == (True, 0.07, 0.70)
-    assert settings.reworded_below == 0.6
+    assert settings.reworded_below == 0.7
     assert settings.rescue_threshold == 0.47
     info = CrossEncoderInfo.read()
     assert (info.veto_below, info.rescue_from, info.rescue_threshold) == (0.07, 0.70, 0.47)
