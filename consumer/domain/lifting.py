@@ -63,6 +63,20 @@ def may_be_lifted(veto: GuardVeto | None, existing: str, new: str) -> bool:
     return numbers_may_be_detail(veto, existing, new) or order_may_be_paraphrase(veto)
 
 
+def word_order_after_parse(
+    veto: GuardVeto | None, existing: str, new: str, aligner: PairAligner | None
+) -> GuardVeto | None:
+    """The guards' veto with only a word-order veto the parse lifts
+    (`order_lifted`) taken off, the other guards then asked; a numbers veto stays.
+    The verifier's "a guard vetoes" input; parses only a pair the word-order
+    guard vetoes."""
+    if aligner is None or not order_may_be_paraphrase(veto):
+        return veto
+    if order_lifted(veto, existing, new, aligner.check(existing, new)):
+        return check_pair(existing, new, word_order=False)
+    return veto
+
+
 def guards_after_parse(existing: str, new: str, aligner: PairAligner | None) -> GuardVeto | None:
     """The guards' veto on a pair once the alignment (None: off) has lifted what
     it may (`guard_veto_after_alignment`); parses only a pair a guard vetoes."""

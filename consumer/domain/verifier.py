@@ -42,8 +42,8 @@ import httpx
 import structlog
 
 from consumer.domain.chat import ChatEndpoint, ChatFailed
-from consumer.domain.guards import check_pair, pair_signals, text_signals
-from consumer.domain.lifting import order_lifted, order_may_be_paraphrase
+from consumer.domain.guards import pair_signals, text_signals
+from consumer.domain.lifting import word_order_after_parse
 from consumer.domain.normalize import content_hash, normalize_content
 from consumer.domain.vetoes import GuardName, GuardVeto
 from consumer.errors import MemdedupError
@@ -236,13 +236,7 @@ def pair_features(
     the detail changes the fact ("vegetarian on weekdays") is the verifier's to say."""
     a, b = _analyse(existing), _analyse(new)
     signals = pair_signals(existing, new)
-    veto = signals.veto
-    if (
-        aligner is not None
-        and order_may_be_paraphrase(veto)
-        and order_lifted(veto, existing, new, aligner.check(existing, new))
-    ):
-        veto = check_pair(existing, new, word_order=False)
+    veto = word_order_after_parse(signals.veto, existing, new, aligner)
     shared = a.content_set & b.content_set
     only_a = [w for w in a.content if w not in b.content_set]
     only_b = [w for w in b.content if w not in a.content_set]

@@ -74,7 +74,8 @@ def pair_veto(
     `MatchVetter.first_allowed` (consumer.domain.vetting) asks them for a stored `existing` (its content
     is the event content stripped)."""
     existing = existing.strip()
-    veto = _guard_veto(existing, new, aligner) if guards else None
+    # The guards' veto as `MatchVetter._guard_veto` asks it.
+    veto = guards_after_parse(existing, new, aligner) if guards else None
     alignment = aligner.check(existing, new) if veto is None and aligner is not None else None
     if alignment is not None:
         veto = alignment.veto
@@ -84,11 +85,6 @@ def pair_veto(
         reworded = alignment is not None and alignment.reworded
         veto = cross_encoder.judge(existing, new, similarity, reworded=reworded).veto()
     return veto
-
-
-def _guard_veto(existing: str, new: str, aligner: PairAligner | None) -> GuardVeto | None:
-    """The guards' veto as `MatchVetter._guard_veto` asks it."""
-    return guards_after_parse(existing, new, aligner)
 
 
 def decide_pair(
@@ -169,7 +165,7 @@ def rescues(
     (its similarity in the rescue band): no guard and no alignment check vetoes it
     and the cross-encoder finds the same fact (`MatchVetter._rescued`)."""
     existing = existing.strip()
-    if guards and _guard_veto(existing, new, aligner) is not None:
+    if guards and guards_after_parse(existing, new, aligner) is not None:
         return False
     if cross_encoder.probability(existing, new) < cross_encoder.lowest_rescue_cut:
         return False  # as `MatchVetter._rescued`: no parse needed

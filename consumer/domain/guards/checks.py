@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
@@ -72,9 +73,7 @@ def quantities_may_trade(text: str) -> bool:
     times, two days or months): moved, they can trade what they count ("5 km on
     Mondays and 10 km on Saturdays" / "10 km on Mondays and 5 km on Saturdays")
     while the numbers guard sees the same set and the parse alignment sees none."""
-    kinds: dict[str, int] = {}
-    for value in _features(text).quantities.raw:
-        kinds[_quantity_kind(value)] = kinds.get(_quantity_kind(value), 0) + 1
+    kinds = Counter(_quantity_kind(value) for value in _features(text).quantities.raw)
     return any(count >= 2 for kind, count in kinds.items() if kind)
 
 
