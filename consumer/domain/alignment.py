@@ -157,6 +157,11 @@ class Alignment:
     # (`_taken_over`): the same words rearranged, as a fronted phrase, a passive or
     # a cleft does. Less than `equivalent` (a word may hang elsewhere).
     reordered: bool = False
+    # A word only the new text has heads a phrase of its own (a clause, an object,
+    # a preposition's object), not only a modifier of a word both have ("every
+    # other Thursday") or another member of a list ("on Mondays and Thursdays"):
+    # what the new text adds stands beside the stored fact (`_adds_a_phrase`).
+    adds_a_phrase: bool = False
 
     @property
     def detail_added(self) -> bool:
@@ -430,8 +435,25 @@ def _quantified_unit(token: Token) -> bool:
     return token.dep_ == "pobj" and head.lower_ == "of" and head.head.lower_ in _FRACTION_WORDS
 
 
+_MERIDIEMS: Final = frozenset({"am", "pm", "a.m.", "p.m.", "a.m", "p.m"})
+
+
 def _is_quantity(token: Token) -> bool:
-    return token.like_num or any(ch.isdigit() for ch in token.text) or _quantified_unit(token)
+    return (
+        token.like_num
+        or any(ch.isdigit() for ch in token.text)
+        or _quantified_unit(token)
+        or _meridiem(token)
+    )
+
+
+def _meridiem(token: Token) -> bool:
+    """ "am" / "pm" after a time ("9:30 am"): part of the time the numbers guard
+    compares, not a word ("9:30 am" / "9:30 am to get a filling")."""
+    if token.lower_ not in _MERIDIEMS or token.i == 0:
+        return False
+    before = token.doc[token.i - 1]
+    return before.like_num or any(ch.isdigit() for ch in before.text)
 
 
 def _duration_verb(token: Token) -> bool:
@@ -718,6 +740,14 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         len(right),
         _verb_added(a, b, matched, left, right),
         reordered,
+        _adds_a_phrase(right),
+    )
+
+
+def _adds_a_phrase(added: Sequence[Word]) -> bool:
+    return any(
+        word.dep not in _MODIFIER_DEPS and not (word.dep == "conj" and word.pos in _NOMINAL_POS)
+        for word in added
     )
 
 
@@ -734,12 +764,14 @@ def _taken_over(matched: Sequence[tuple[Word, Word]]) -> bool:
     ("speaks Portuguese and is learning Japanese" / "speaks Japanese and is
     learning Portuguese", "their Montreal flat ... while in Vancouver" / "their
     Vancouver flat ... while in Montreal"). Moving a phrase to the front, a
-    passive or a cleft moves words without that."""
+    passive, a cleft or swapping conjoined clauses (`_moved_with_clauses`) moves
+    words without that."""
+    moved_with_clauses = _moved_with_clauses(matched)
     for xa, xb in matched:
-        if xa.place == xb.place:
+        if xa.place == xb.place or xa.key in moved_with_clauses:
             continue
         for ya, yb in matched:
-            if ya.key == xa.key or ya.place == yb.place:
+            if ya.key == xa.key or ya.place == yb.place or ya.key in moved_with_clauses:
                 continue
             role_left = ya.place[0] != yb.place[0] and xa.place[0] != xb.place[0]
             if role_left and xb.place[0] == ya.place[0] and _content(xa) and _content(ya):
@@ -749,6 +781,52 @@ def _taken_over(matched: Sequence[tuple[Word, Word]]) -> bool:
             if _content(xa) and xa.dep != xb.dep and (xb.dep, yb.dep) == (ya.dep, xa.dep):
                 return True  # "rather read than watch TV" / "rather watch TV than read"
     return False
+
+
+def _moved_with_clauses(matched: Sequence[tuple[Word, Word]]) -> frozenset[str]:
+    """The words that move only because two conjoined clauses swapped ("speaks
+    Portuguese and is learning Japanese" / "is learning Japanese and speaks
+    Portuguese"): the clauses' verbs, each heading the text or conjoined to a verb
+    that does, and the subject they share, the main verb's in both texts. Their
+    other words keep their places, so a word that trades verbs ("speaks Japanese
+    and is learning Portuguese") is still a take-over."""
+    verbs = {"VERB", "AUX"}
+    roots = [
+        {w.key for w in side if w.pos in verbs and w.dep == "ROOT"}
+        for side in (tuple(x for x, _ in matched), tuple(y for _, y in matched))
+    ]
+    if roots[0] == roots[1]:
+        return frozenset()
+    clause_verbs = {
+        x.key
+        for x, y in matched
+        if x.pos in verbs
+        and y.pos in verbs
+        and {x.dep, y.dep} <= {"ROOT", "conj"}
+        and (x.dep == "ROOT" or x.head_key in roots[0])
+        and (y.dep == "ROOT" or y.head_key in roots[1])
+    }
+    if not (roots[0] | roots[1]) <= clause_verbs:
+        return frozenset()
+    doers = [
+        {w.place[1] for w in side if w.place[0] == "subj"}
+        for side in (tuple(x for x, _ in matched), tuple(y for _, y in matched))
+    ]
+    if any(doers[i] & (clause_verbs - roots[i]) for i in (0, 1)):
+        # A conjoined verb with a doer of its own ("written by Graham and designed
+        # by Carlo"): the main verb's subject is not shared, and moves with it.
+        return frozenset(clause_verbs)
+    subjects = {
+        x.key
+        for x, y in matched
+        if x.place[0] == y.place[0] == "subj" and x.place[1] in roots[0] and y.place[1] in roots[1]
+    }
+    moved = clause_verbs | subjects
+    if any(x.place != y.place and x.key not in moved for x, y in matched):
+        # A word that changed verbs ("remained in Krzemieniec and died there" /
+        # "died in Krzemieniec and remained there"): the clauses did not only swap.
+        return frozenset()
+    return frozenset(moved)
 
 
 def _content(word: Word) -> bool:

@@ -8,15 +8,37 @@ vetter (consumer.domain.vetting), the quality tools' rule and the verifier, whos
 from __future__ import annotations
 
 from consumer.domain.alignment import Alignment, PairAligner
-from consumer.domain.guards import adds_quantities, check_pair, quantities_may_trade
+from consumer.domain.guards import (
+    adds_quantities,
+    check_pair,
+    keeps_quantities_adds_more,
+    quantities_may_trade,
+)
 from consumer.domain.vetoes import GuardName, GuardVeto
 
 
 def numbers_may_be_detail(veto: GuardVeto | None, existing: str, new: str) -> bool:
     """Whether a guard's veto is the numbers guard's on quantities that only the new
-    text states (`adds_quantities`): the alignment then tells an added detail
+    text states, beside none (`adds_quantities`) or beside all of the stored text's
+    (`keeps_quantities_adds_more`): the alignment then tells an added detail
     ("User has a cooktop" / "User has a four-zone cooktop") from a changed fact."""
-    return veto is not None and veto.guard is GuardName.NUMBERS and adds_quantities(existing, new)
+    if veto is None or veto.guard is not GuardName.NUMBERS:
+        return False
+    return adds_quantities(existing, new) or keeps_quantities_adds_more(existing, new)
+
+
+def _detail_with_quantities(existing: str, new: str, alignment: Alignment) -> bool:
+    """Whether quantities the new text adds come with an added detail: nothing of
+    the stored text missing or changed (`Alignment.detail_added`); where the
+    stored text has quantities of its own, also no verb acting on what both say
+    ("is on November 14" / "was rescheduled from November 14 to November 21") and
+    an added phrase of its own, not only a modifier of a stored word ("every
+    Thursday" / "every other Thursday")."""
+    if not alignment.detail_added:
+        return False
+    if adds_quantities(existing, new):
+        return True
+    return not alignment.verb_added_on_shared and alignment.adds_a_phrase
 
 
 def guard_veto_after_alignment(
@@ -30,7 +52,9 @@ def guard_veto_after_alignment(
     2019", a passive, a cleft); then only the other guards are asked."""
     if alignment is None or alignment.veto is not None:
         return veto
-    if numbers_may_be_detail(veto, existing, new) and alignment.detail_added:
+    if numbers_may_be_detail(veto, existing, new) and _detail_with_quantities(
+        existing, new, alignment
+    ):
         return check_pair(existing, new, numbers=False)
     if order_lifted(veto, existing, new, alignment):
         return check_pair(existing, new, word_order=False)

@@ -186,3 +186,35 @@ async def test_a_passive_is_folded_and_traded_amounts_are_kept_apart(
     decisions = await decide_after_stored(settings, real_embedder, PASSIVE_STORED, PASSIVE)
     assert_folded(decisions, "q1", into="v1", outcomes=("skipped", "merged"))
     assert_kept_apart(decisions, "q2", from_="v2", guard="word_order")
+
+
+DETAIL_STORED = [
+    event("d1", "User plays the oboe in a wind band and has played for 9 years."),
+    event("d2", "User swims at the lido every Tuesday."),
+    event("d3", "User runs 5 km on Mondays."),
+    event("d4", "The team adopted Vitest and removed Jest and Karma."),
+]
+DETAIL = [
+    # Every stored quantity kept, another added in a clause of its own: a detail.
+    event(
+        "a1",
+        "User plays the oboe in a wind band, has played for 9 years, and sits in the first row.",
+    ),
+    # Another quantity on a stored word, or another member of a stored list: a
+    # changed value the numbers guard keeps apart.
+    event("a2", "User swims at the lido every other Tuesday."),
+    event("a3", "User runs 5 km on Mondays and Thursdays."),
+    # Two conjoined clauses swapped, each with its own words, one made passive.
+    event("a4", "Jest and Karma were removed by the team, and Vitest was adopted."),
+]
+
+
+async def test_a_detail_beside_stored_quantities_and_swapped_clauses_are_folded(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(settings, real_embedder, DETAIL_STORED, DETAIL)
+    assert_folded(decisions, "a1", into="d1")
+    assert_kept_apart(decisions, "a2", from_="d2", guard="numbers")
+    assert_kept_apart(decisions, "a3", from_="d3", guard="numbers")
+    assert_folded(decisions, "a4", into="d4", outcomes=("skipped", "merged"))

@@ -254,6 +254,26 @@ def test_a_unit_with_its_amount_is_left_to_the_numbers_guard(
     assert alignment.equivalent
 
 
+def test_am_and_pm_belong_to_the_time(aligner: PairAligner) -> None:
+    """The numbers guard compares "9:30 am" whole; "am" is no word of its own."""
+    alignment = aligner.check(
+        "User has a dentist appointment on Wednesday at 9:30 am.",
+        "User has a dentist appointment on Wednesday at 9:30 am to get a filling.",
+    )
+    assert alignment.veto is None
+    assert alignment.detail_added
+    assert alignment.adds_a_phrase
+
+
+def test_a_modifier_of_a_stored_word_adds_no_phrase(aligner: PairAligner) -> None:
+    alignment = aligner.check(
+        "User sees a physiotherapist every Thursday.",
+        "User sees a physiotherapist every other Thursday.",
+    )
+    assert alignment.detail_added
+    assert not alignment.adds_a_phrase
+
+
 def test_only_texts_that_align_word_for_word_are_equivalent(aligner: PairAligner) -> None:
     person = aligner.check("User keeps bees.", "I keep bees.")
     assert person.equivalent
@@ -354,6 +374,12 @@ def test_lists_and_names_keep_their_place(aligner: PairAligner, existing: str, n
             "Priya approved the budget for the offsite in Lisbon.",
             "The budget for the offsite in Lisbon was approved by Priya.",
         ),
+        # conjoined clauses swapped, each verb with its own words
+        (
+            "User speaks Portuguese fluently and is learning Japanese.",
+            "User is learning Japanese and speaks Portuguese fluently.",
+        ),
+        ("Ana hired Ben and fired Carl.", "Ana fired Carl and hired Ben."),
     ],
 )
 def test_words_rearranged_with_their_roles_are_reordered(
@@ -389,6 +415,17 @@ def test_words_rearranged_with_their_roles_are_reordered(
         ),
         # a word unmatched
         ("User has a gym pass that runs out in May.", "In May the user's new gym pass runs out."),
+        # conjoined clauses swapped, but a word changed verbs with them
+        ("Ana hired Ben and fired Carl.", "Ana fired Ben and hired Carl."),
+        (
+            "After retirement, he remained in Krakow and died there.",
+            "After his retirement, he died in Krakow and remained there.",
+        ),
+        # each conjoined verb with a doer of its own: the doers trade verbs
+        (
+            "All the songs were written by Graham and produced by Carlo.",
+            "All the songs were produced by Graham and written by Carlo.",
+        ),
     ],
 )
 def test_a_word_taking_over_what_another_left_is_not_reordered(

@@ -172,3 +172,46 @@ async def test_a_changed_quantity_is_vetoed_with_the_aligner(
     assert outcome.decision is Decision.ACCEPTED
     assert outcome.guard is not None
     assert outcome.guard.veto.guard is GuardName.NUMBERS
+
+
+@pytest.mark.parametrize(
+    ("stored", "new", "merged"),
+    [
+        # every stored quantity kept, more added in a phrase of its own
+        ("User passed the JLPT N3 exam.", "User passed the JLPT N3 exam in December 2022.", True),
+        # more added as a modifier of a stored word: a changed value
+        (
+            "User sees a physiotherapist every Thursday.",
+            "User sees a physiotherapist every other Thursday.",
+            False,
+        ),
+        # a verb only the new text has acts on what both say
+        (
+            "User's parent-teacher conference is on November 14.",
+            "User's parent-teacher conference was rescheduled from November 14 to November 21.",
+            False,
+        ),
+    ],
+)
+async def test_quantities_added_beside_the_stored_ones(
+    make_engine: EngineFactory,
+    embedder: FakeEmbedder,
+    store: MemoryStore,
+    aligner: PairAligner,
+    stored: str,
+    new: str,
+    merged: bool,
+) -> None:
+    """The stored fact states a quantity and the new text keeps it and adds more:
+    a detail when what it adds stands in a phrase of its own, else the numbers
+    guard keeps them apart."""
+    embedder.set(stored, base_vector())
+    embedder.set(new, unit_vector(0.9, axis=1))
+    outcome = await decide_after_stored(store, make_engine(aligner=aligner), new, stored=stored)
+    if merged:
+        assert outcome.decision is Decision.MERGED
+        assert outcome.memory.content == new
+    else:
+        assert outcome.decision is Decision.ACCEPTED
+        assert outcome.guard is not None
+        assert outcome.guard.veto.guard is GuardName.NUMBERS

@@ -7,7 +7,13 @@ import typing
 
 import pytest
 
-from consumer.domain.guards import GuardName, GuardVeto, check_pair, quantities_may_trade
+from consumer.domain.guards import (
+    GuardName,
+    GuardVeto,
+    check_pair,
+    keeps_quantities_adds_more,
+    quantities_may_trade,
+)
 from schemas import GuardReport
 
 # --- numbers: digits, number words, times, dates, weekdays, months, identifiers ---
@@ -542,3 +548,22 @@ def test_time_range_detail_names_the_shared_half_of_the_day() -> None:
 )
 def test_two_quantities_of_one_kind_may_trade(text: str, may_trade: bool) -> None:
     assert quantities_may_trade(text) is may_trade
+
+
+@pytest.mark.parametrize(
+    ("existing", "new", "kept"),
+    [
+        ("User passed JLPT N3.", "User passed JLPT N3 in December 2022.", True),
+        ("User runs 5 km.", "User runs 5 km in about 30 minutes.", True),
+        ("User's rent is $900.", "User's rent is $900 plus $40 for water.", True),
+        # a stored value missing or changed
+        ("User runs 5 km.", "User runs 10 km.", False),
+        ("User runs 5 km.", "User runs 5 miles on Sundays.", False),
+        ("User's rent is $900.", "User's rent is €900 plus €40 for water.", False),
+        # nothing stored to keep: `adds_quantities` reads that case
+        ("User keeps bees.", "User keeps bees in two hives.", False),
+        ("User runs 5 km.", "User runs 5 km.", False),
+    ],
+)
+def test_every_stored_quantity_kept_and_more_added(existing: str, new: str, kept: bool) -> None:
+    assert keeps_quantities_adds_more(existing, new) is kept

@@ -68,6 +68,20 @@ def adds_quantities(existing: str, new: str) -> bool:
     return not qa.raw and not qa.currencies and bool(qb.raw)
 
 
+def keeps_quantities_adds_more(existing: str, new: str) -> bool:
+    """Whether ``new`` states every quantity ``existing`` states, in the same units
+    and currencies, and more ("passed JLPT N3" / "passed JLPT N3 in December
+    2022"): the numbers alone cannot tell an added detail from a changed value
+    ("every Thursday" / "every other Thursday"); the parse alignment may."""
+    qa, qb = _features(existing).quantities, _features(new).quantities
+    return (
+        bool(qa.raw)
+        and qa.raw < qb.raw
+        and qa.in_units <= qb.in_units
+        and qa.currencies <= qb.currencies
+    )
+
+
 def quantities_may_trade(text: str) -> bool:
     """Whether ``text`` states two quantities of one kind (two numbers, two
     times, two days or months): moved, they can trade what they count ("5 km on
