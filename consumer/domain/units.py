@@ -46,9 +46,13 @@ _add("minutes", Fraction(1, 60_000), "ms", "msec", "msecs", "millisecond", "mill
 _add("minutes", Fraction(1, 60), "second", "seconds", "sec", "secs", "s")
 _add("minutes", Fraction(1), "minute", "minutes", "min", "mins")
 _add("minutes", Fraction(60), "hour", "hours", "hr", "hrs", "h")
-_add("days", Fraction(1), "day", "days", "d")
-_add("days", Fraction(7), "week", "weeks", "wk", "wks")
-_add("days", Fraction(14), "fortnight", "fortnights")
+# Days and weeks share the minutes' dimension ("every 24 hours" / "daily"); a
+# whole number of days is written in days (`_base`). Months and years do not:
+# a month has no fixed number of days.
+_MINUTES_PER_DAY: Final = 1440
+_add("minutes", Fraction(_MINUTES_PER_DAY), "day", "days", "d")
+_add("minutes", Fraction(7 * _MINUTES_PER_DAY), "week", "weeks", "wk", "wks")
+_add("minutes", Fraction(14 * _MINUTES_PER_DAY), "fortnight", "fortnights")
 _add("months", Fraction(1), "month", "months", "mo", "mos")
 _add("months", Fraction(12), "year", "years", "yr", "yrs")
 _add("metres", Fraction(1, 1000), "mm", "millimetre", "millimetres", "millimeter", "millimeters")
@@ -193,7 +197,10 @@ def is_unit_word(word: str) -> bool:
 
 def _base(value: Fraction, key: str) -> str:
     dimension, factor = _UNITS[key]
-    return f"{_plain(value * factor)} {dimension}"
+    amount = value * factor
+    if dimension == "minutes" and amount >= _MINUTES_PER_DAY and amount % _MINUTES_PER_DAY == 0:
+        return f"{_plain(amount / _MINUTES_PER_DAY)} days"
+    return f"{_plain(amount)} {dimension}"
 
 
 def _written_value(match: re.Match[str]) -> tuple[Fraction, str] | None:

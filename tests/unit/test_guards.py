@@ -19,6 +19,10 @@ from schemas import GuardReport
 # --- numbers: digits, number words, times, dates, weekdays, months, identifiers ---
 
 NUMBERS_VETO = [
+    # "k" is a thousand unless the other text states those kilometres
+    ("User runs 5 km.", "User runs 10k."),
+    ("User ran 5 miles.", "User ran 5k."),
+    ("User earns 5 km a month.", "User earns $5k a month."),
     # a numeronym the other text does not write out
     ("The team runs e2e tests nightly", "The team runs unit tests nightly"),
     ("The cluster runs k8s", "The cluster runs k3s"),
@@ -75,6 +79,9 @@ NUMBERS_VETO = [
 ]
 
 NUMBERS_PASS = [
+    # a race's distance as runners write it
+    ("User runs 5 km three times a week.", "I run 5k three times weekly."),
+    ("The club does a 10 km loop.", "The club does a 10K loop."),
     # a numeronym the other text writes out
     ("i18n strings live in the locale folder", "Internationalization strings live in it"),
     ("The team runs e2e tests nightly", "The team runs end-to-end tests nightly"),

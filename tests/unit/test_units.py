@@ -74,6 +74,10 @@ def test_amounts_in_base_units(text: str, bases: list[str]) -> None:
             "The water heater should be flushed again every year.",
         ),
         ("Water the ferns every 7 days.", "Water the ferns once a week."),
+        # hours and days are one dimension; a month has no fixed number of days
+        ("Water the ferns daily.", "Water the ferns every 24 hours."),
+        ("Credentials rotate once a day.", "Credentials rotate every 24 hours."),
+        ("The trial lasts 48 hours.", "The trial lasts two days."),
         ("Oona ran the service for a year and a half.", "Oona ran the service for 18 months."),
         ("Oona's commute is 3 miles.", "Oona's commute is three miles."),
         # Rates: one text's among the other's is no difference.
@@ -98,6 +102,8 @@ def test_equal_amounts_in_other_forms_pass(existing: str, new: str) -> None:
     ("existing", "new"),
     [
         ("Feed the fish every 2 hours.", "Feed the fish every 2 days."),
+        ("The trial lasts 36 hours.", "The trial lasts two days."),
+        ("The trial lasts 30 days.", "The trial lasts a month."),
         ("The ferry ride takes 40 minutes.", "The ferry ride takes 40 hours."),
         ("The trail is 5 km long.", "The trail is 5 m long."),
         ("Choir practice is every Tuesday.", "Choir practice is every other Tuesday."),
@@ -127,7 +133,6 @@ def test_equal_amounts_in_other_forms_pass(existing: str, new: str) -> None:
         # a rate is not a time ago.
         ("User trains 7 days a week.", "User trains every week."),
         ("User visits Rome every year.", "User visited Rome 12 months ago."),
-        ("Water the ferns daily.", "Water the ferns every 24 hours."),
     ],
 )
 def test_different_amounts_veto(existing: str, new: str) -> None:

@@ -518,6 +518,8 @@ def _amounts_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
         return None  # "every year" / "every 12 months"
     if _spelled_out(a - b, qb.text) and _spelled_out(b - a, qa.text):
         return None  # "k8s" / "Kubernetes", "e2e tests" / "end-to-end tests"
+    if _kilo_as_km(qa, qb) or _kilo_as_km(qb, qa):
+        return None  # "a 10 km loop" / "a 10K loop"
     detail = f"numbers differ: {_format_values(a - b)} vs {_format_values(b - a)}"
     return GuardVeto(GuardName.NUMBERS, detail[:_MAX_DETAIL])
 
@@ -537,6 +539,21 @@ def _spelled_out(numeronyms: frozenset[str], text: str) -> bool:
         if re.search(spelled, text, re.IGNORECASE) is None:
             return False
     return True
+
+
+_KILO_RE: Final = re.compile(r"(?<![\w.$€£])(\d+)\s?[kK]\b")
+
+
+def _kilo_as_km(km: _Quantities, kilo: _Quantities) -> bool:
+    """Whether the thousands only `kilo` has are kilometres `km` states: a "5k"
+    or "10K" (a race's distance, as runners write it) where the other text
+    says "5 km" / "10 km", and nothing else differs. Money never: "$5k"."""
+    only_km, only_kilo = km.raw - kilo.raw, kilo.raw - km.raw
+    written = {match.group(1) for match in _KILO_RE.finditer(kilo.text)}
+    if not only_kilo or {str(int(n) * 1000) for n in written} != only_kilo:
+        return False
+    metres = {f"{int(n) * 1000} metres" for n in written}
+    return only_km == written and metres <= km.in_units and not kilo.currencies
 
 
 def _article_one(other: _Quantities, one: _Quantities, only_other: frozenset[str]) -> bool:
