@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Any, Final
 
+from consumer.domain.guards import is_period_word
 from consumer.domain.units import CURRENCY_WORDS, is_unit_word
 from consumer.domain.vetoes import GuardName, GuardVeto
 
@@ -444,7 +445,22 @@ def _is_quantity(token: Token) -> bool:
         or any(ch.isdigit() for ch in token.text)
         or _quantified_unit(token)
         or _meridiem(token)
+        or _every_other(token)
     )
+
+
+_ALTERNATE: Final = frozenset({"alternate", "alt", "alt."})
+
+
+def _every_other(token: Token) -> bool:
+    """ "other" of "every other Thursday", "alternate" / "alt." before a weekday
+    or a period ("alternate Wed nights"): the period of 2 the numbers guard
+    compares. Not "an alternate route"."""
+    low = token.lower_
+    if low == "other":
+        return token.i > 0 and token.doc[token.i - 1].lower_ == "every"
+    after = [t for t in token.doc[token.i + 1 : token.i + 3] if not t.is_punct][:1]
+    return low in _ALTERNATE and bool(after) and is_period_word(after[0].text)
 
 
 def _meridiem(token: Token) -> bool:
@@ -702,10 +718,50 @@ def _pairs(
             if partner is not None:
                 used.add(partner.index)
                 partners[word.index] = partner
+    # An acronym and the words it stands for ("PRs" / "pull requests", "TZ" /
+    # "time zone"): the acronym pairs with the phrase's last word, its other
+    # words are absorbed.
+    absorbed: set[int] = set()
+    for word in a.words:
+        if word.index in partners:
+            continue
+        run = _expansion(word, [w for w in b.words if w.index not in used])
+        if run:
+            used.update(w.index for w in run)
+            partners[word.index] = run[-1]
+    for word in b.words:
+        if word.index in used:
+            continue
+        run = _expansion(word, [w for w in a.words if w.index not in partners])
+        if run:
+            used.add(word.index)
+            partners[run[-1].index] = word
+            absorbed.update(w.index for w in run[:-1])
     matched = [(w, partners[w.index]) for w in a.words if w.index in partners]
-    left = [w for w in a.words if w.index not in partners and not w.light]
+    left = [
+        w for w in a.words if w.index not in partners and w.index not in absorbed and not w.light
+    ]
     right = [w for w in b.words if w.index not in used and not w.light]
     return matched, left, right
+
+
+def _expansion(acronym: Word, candidates: Sequence[Word]) -> list[Word]:
+    """The words among `candidates` (unmatched, in text order) that `acronym`
+    stands for: two to five adjacent words whose initials spell it, a plural "s"
+    allowed ("ADRs" / "architecture decision records"). Empty when none do."""
+    letters = acronym.text.rstrip(".")
+    if not (2 <= len(letters) <= 6 and letters.isalpha()):
+        return []
+    spellings = {letters, letters[:-1]} if letters.endswith("s") else {letters}
+    for start, first in enumerate(candidates):
+        run = [first]
+        for word in candidates[start + 1 :]:
+            if word.index != run[-1].index + 1 or len(run) == 5:
+                break
+            run.append(word)
+            if len(run) >= 2 and "".join(w.key[0] for w in run) in spellings:
+                return run
+    return []
 
 
 def _veto(kind: str, detail: str) -> GuardVeto:
@@ -1168,7 +1224,13 @@ def load_parser(model: str = SPACY_MODEL, *, entities: bool = False) -> Language
     with _without_torch():
         import spacy
 
-        return spacy.load(model, disable=[] if entities else ["ner"])
+        nlp = spacy.load(model, disable=[] if entities else ["ner"])
+    # The English tokenizer reads "Wed" as "We'd" without its apostrophe; in a note
+    # it is Wednesday, and "wed" a verb ("they wed in June").
+    tokenizer: Any = nlp.tokenizer
+    for weekday in ("Wed", "wed"):
+        tokenizer.add_special_case(weekday, [{"ORTH": weekday}])
+    return nlp
 
 
 @contextmanager

@@ -267,11 +267,55 @@ def test_am_and_pm_belong_to_the_time(aligner: PairAligner) -> None:
 
 def test_a_modifier_of_a_stored_word_adds_no_phrase(aligner: PairAligner) -> None:
     alignment = aligner.check(
-        "User sees a physiotherapist every Thursday.",
-        "User sees a physiotherapist every other Thursday.",
+        "User sees a physiotherapist at 9 on Thursdays.",
+        "User sees a physiotherapist at 9 on early Thursdays.",
     )
     assert alignment.detail_added
     assert not alignment.adds_a_phrase
+    # another member of a stored list
+    listed = aligner.check("User runs 5 km on Mondays.", "User runs 5 km on Mondays and Thursdays.")
+    assert listed.detail_added
+    assert not listed.adds_a_phrase
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        ("Reviewers answer pull requests within a day.", "Reviewers answer PRs within a day."),
+        ("User lives in the United Kingdom.", "User lives in the UK."),
+        ("ADRs are kept in the wiki.", "Architecture decision records are kept in the wiki."),
+    ],
+)
+def test_an_acronym_aligns_with_the_words_it_stands_for(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    alignment = aligner.check(existing, new)
+    assert alignment.veto is None
+    assert (alignment.unmatched_existing, alignment.unmatched_new) == (0, 0)
+
+
+def test_wed_in_a_note_is_wednesday(aligner: PairAligner) -> None:
+    """The tokenizer would read "Wed" as "We'd" without its apostrophe."""
+    alignment = aligner.check("User has a dentist appointment on Wednesday.", "Dentist appt Wed")
+    assert alignment.veto is None
+    assert alignment.unmatched_new == 0
+
+
+def test_every_other_and_alternate_are_left_to_the_numbers_guard(aligner: PairAligner) -> None:
+    alternate = aligner.check(
+        "The bin goes out every other Wednesday night.", "bin out: alternate Wed nights"
+    )
+    assert alternate.veto is None
+    assert alternate.unmatched_new == 0
+    # not before a weekday or a period: a word of its own
+    school = aligner.check("User goes to a school.", "User goes to an alternate school.")
+    assert school.unmatched_new == 1
+
+
+def test_an_acronym_of_other_words_is_another_value(aligner: PairAligner) -> None:
+    alignment = aligner.check("User lives in the UK.", "User lives in the United States.")
+    assert alignment.veto is not None
+    assert alignment.veto.detail.startswith("value_change")
 
 
 def test_only_texts_that_align_word_for_word_are_equivalent(aligner: PairAligner) -> None:

@@ -19,6 +19,12 @@ from schemas import GuardReport
 # --- numbers: digits, number words, times, dates, weekdays, months, identifiers ---
 
 NUMBERS_VETO = [
+    # a slash date names another month or day
+    ("Send the lease back by June 30.", "lease back by 7/30"),
+    ("The party is on December 25.", "party on 12/24"),
+    # "alternate" and "alt." before a weekday, written out or not, is every other one
+    ("The bin goes out every Wednesday night.", "bin out - alternate Wed nights"),
+    ("Retro is every Friday.", "retro: alt. Fridays"),
     # "k" is a thousand unless the other text states those kilometres
     ("User runs 5 km.", "User runs 10k."),
     ("User ran 5 miles.", "User ran 5k."),
@@ -79,6 +85,9 @@ NUMBERS_VETO = [
 ]
 
 NUMBERS_PASS = [
+    ("Send the lease back by June 30.", "lease back by 6/30"),
+    ("The bin goes out every other Wednesday night.", "bin out - alternate Wed nights"),
+    ("Retro is every second Friday at 4 pm.", "retro: alt. Fridays, 4pm"),
     # a race's distance as runners write it
     ("User runs 5 km three times a week.", "I run 5k three times weekly."),
     ("The club does a 10 km loop.", "The club does a 10K loop."),

@@ -39,6 +39,7 @@ from consumer.domain.guards.checks import (
     quantities_may_trade,
     text_signals,
 )
+from consumer.domain.guards.numbers import is_period_word
 from consumer.domain.vetoes import GuardName, GuardVeto, related_kind
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "TextSignals",
     "adds_quantities",
     "check_pair",
+    "is_period_word",
     "keeps_quantities_adds_more",
     "pair_signals",
     "quantities_may_trade",

@@ -391,13 +391,14 @@ def _word_clock(hour: int, lows: Sequence[str], i: int) -> str:
 
 
 _EVERY_OTHER_WEEK: Final = frozenset({"fortnightly", "biweekly"})
+_ALTERNATE: Final = frozenset({"alternate", "alt", "alt."})  # "alt. Fridays" in a note
 
 
 def _every_other(low: str, prev: str, nxt: str) -> bool:
     """ "every other week", "alternate weeks", "fortnightly": a period of 2."""
     return (
         (low == "other" and prev == "every")
-        or (low == "alternate" and _is_period(nxt))
+        or (low in _ALTERNATE and _is_period(nxt))
         or low in _EVERY_OTHER_WEEK
     )
 
@@ -407,10 +408,17 @@ _PERIODS: Final = frozenset(
 )
 
 
+def is_period_word(word: str) -> bool:
+    """Whether `word` names a weekday (written out or abbreviated: "Wed") or a
+    calendar period ("weeks", "nights"): what "alternate" and "every other" count."""
+    return _is_period(word.lower())
+
+
 def _is_period(low: str) -> bool:
     """A weekday or a calendar period, singular or plural ("alternate Fridays")."""
     word = low[:-1] if low.endswith("s") else low
-    return word in _WEEKDAYS or word in _WEEKDAYS_EXTRA or word in _PERIODS
+    weekday = _ABBREVIATIONS.get(low.rstrip("."), "") in _WEEKDAYS  # "alternate Wed"
+    return weekday or word in _WEEKDAYS or word in _WEEKDAYS_EXTRA or word in _PERIODS
 
 
 def _half_of_a_thing(lows: Sequence[str], i: int) -> bool:
@@ -520,6 +528,8 @@ def _amounts_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
         return None  # "k8s" / "Kubernetes", "e2e tests" / "end-to-end tests"
     if _kilo_as_km(qa, qb) or _kilo_as_km(qb, qa):
         return None  # "a 10 km loop" / "a 10K loop"
+    if _slash_date_written_out(qa, qb) or _slash_date_written_out(qb, qa):
+        return None  # "by 6/30" / "by June 30"
     detail = f"numbers differ: {_format_values(a - b)} vs {_format_values(b - a)}"
     return GuardVeto(GuardName.NUMBERS, detail[:_MAX_DETAIL])
 
@@ -554,6 +564,31 @@ def _kilo_as_km(km: _Quantities, kilo: _Quantities) -> bool:
         return False
     metres = {f"{int(n) * 1000} metres" for n in written}
     return only_km == written and metres <= km.in_units and not kilo.currencies
+
+
+_SLASH_DATE_RE: Final = re.compile(r"(?<![\d/.])(\d{1,2})/(\d{1,2})(?![\d/])")
+_MONTH_NAMES: Final = (
+    "january", "february", "march", "april", "may", "june", "july", "august",
+    "september", "october", "november", "december",
+)  # fmt: skip
+
+
+def _slash_date_written_out(slashed: _Quantities, named: _Quantities) -> bool:
+    """Whether the numbers only `slashed` has are the months of its slash dates
+    ("6/30", as the reader splits it) that `named` writes out with the same day
+    ("June 30"), and nothing else differs."""
+    only_slashed, only_named = slashed.raw - named.raw, named.raw - slashed.raw
+    if not only_slashed or not only_named:
+        return False
+    months: set[str] = set()
+    names: set[str] = set()
+    for match in _SLASH_DATE_RE.finditer(slashed.text):
+        for month, day in (match.groups(), match.groups()[::-1]):
+            name = _MONTH_NAMES[int(month) - 1] if 1 <= int(month) <= 12 else ""
+            if name in named.raw and day in named.raw and str(int(day)) in slashed.raw:
+                months.add(str(int(month)))
+                names.add(name)
+    return bool(months) and only_slashed <= months and only_named <= names
 
 
 def _article_one(other: _Quantities, one: _Quantities, only_other: frozenset[str]) -> bool:
