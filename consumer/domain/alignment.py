@@ -216,7 +216,8 @@ def _form(token: Token) -> str:
 
 def _frame_verb(token: Token) -> str:
     """The frame verb `token` is ("plan", "want", "use" of "used to", ...), by
-    lemma or by the written form where the lemmatiser slips ("hopes" -> "hop");
+    lemma or by the written form where the lemmatiser slips ("hopes", "hoping"
+    -> "hop");
     "" when it is none."""
     if token.pos_ not in {"VERB", "AUX"}:
         return ""
@@ -226,7 +227,12 @@ def _frame_verb(token: Token) -> str:
     if lemma in _FRAME_VERBS:
         return lemma
     low = token.text.lower()
-    return next((f for f in sorted(_FRAME_VERBS) if low.startswith(f)), "")
+    return next((f for f in sorted(_FRAME_VERBS) if _written_form_of(low, f)), "")
+
+
+def _written_form_of(low: str, verb: str) -> bool:
+    """ "hopes", "planned", "hoping" (the "e" dropped) are forms of `verb`."""
+    return low.startswith(verb) or (verb.endswith("e") and low.startswith(verb[:-1] + "ing"))
 
 
 def _is_frame_verb(token: Token) -> bool:
@@ -742,7 +748,16 @@ def _pairs(
         w for w in a.words if w.index not in partners and w.index not in absorbed and not w.light
     ]
     right = [w for w in b.words if w.index not in used and not w.light]
+    # "I read on my Kindle" / "User reads on a Kindle": a possessive of the user
+    # beside a user both texts name says nothing the other text leaves out.
+    if any(x.key == _SELF for x, _ in matched):
+        left = [w for w in left if not _own(w)]
+        right = [w for w in right if not _own(w)]
     return matched, left, right
+
+
+def _own(word: Word) -> bool:
+    return word.key == _SELF and word.dep == "poss"
 
 
 def _expansion(acronym: Word, candidates: Sequence[Word]) -> list[Word]:

@@ -38,6 +38,7 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
             "value_change",
         ),
         ("User's dentist is in Ghent.", "User's dentist is in Bruges.", "value_change"),
+        ("I'm hoping to move to Lisbon.", "User moved to Lisbon.", "time_change"),
         (
             "The team writes its services in Kotlin.",
             "The team writes its services in Scala.",
@@ -206,6 +207,8 @@ def test_a_changed_fact_is_vetoed_with_its_kind(
         ("User collects maps.", "The user says they collect maps."),
         ("User collects maps, they mentioned.", "User says they collect maps."),
         ("User plans to visit Rome.", "I plan to visit Rome."),
+        # "hoping" is "hope" where the lemmatiser gives "hop"
+        ("User hopes to move to Lisbon.", "I'm hoping to move to Lisbon."),
         # a change of person changes the verb's form, not its tense ("I read" is
         # tagged past); a contracted "'ve" is present like "has"
         ("User must renew the visa by June.", "User has to renew the visa by June."),
@@ -292,6 +295,15 @@ def test_an_acronym_aligns_with_the_words_it_stands_for(
     alignment = aligner.check(existing, new)
     assert alignment.veto is None
     assert (alignment.unmatched_existing, alignment.unmatched_new) == (0, 0)
+
+
+def test_my_beside_i_adds_nothing(aligner: PairAligner) -> None:
+    """ "my" beside "I" names the user both texts name; alone it is still a word."""
+    alignment = aligner.check("User grows basil on the balcony.", "I grow basil on my balcony.")
+    assert alignment.veto is None
+    assert alignment.equivalent
+    other = aligner.check("Ines grows basil on the balcony.", "Ines grows basil on my balcony.")
+    assert other.unmatched_new == 1
 
 
 def test_wed_in_a_note_is_wednesday(aligner: PairAligner) -> None:
