@@ -127,6 +127,9 @@ class Word:
     # ("eat" for "pork" of "doesn't eat pork"): a note negates the thing itself
     # ("no pork").
     negated_verb: str = ""
+    # A verb with a duration ("for five years", "since 2019"): its present perfect
+    # says the fact still holds, its past that it no longer does.
+    durative: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +209,15 @@ def _tense(token: Token) -> str:
     if values and token.morph.get("VerbForm", []) != ["Part"]:
         return str(values[0])
     return ""
+
+
+# What makes a perfect say a fact still holds: "for five years", "since 2019",
+# "has always hated olives", "has long lived abroad".
+_DURATION_WORDS: Final = frozenset({"for", "since", "always", "still", "long"})
+
+
+def _durative(verb: Token) -> bool:
+    return any(c.lemma_.lower() in _DURATION_WORDS for c in verb.children)
 
 
 def _form(token: Token) -> str:
@@ -371,6 +383,7 @@ def _words(doc: Doc) -> AlignedText:
                 phrase=_phrase(token),
                 place=_place(token, cleft),
                 negated_verb=_negated_verb(token),
+                durative=verb and _durative(token),
             )
         )
     prepositions = frozenset(
@@ -1013,6 +1026,7 @@ def _judge(
                 and x.tense != y.tense
                 and x.text != y.text
                 and not _agreement(x, y)
+                and not _perfect_and_past(x, y)
             ):
                 return _veto("time_change", f"'{x.key}': {x.tense} vs {y.tense}")
     for x, y in matched:
@@ -1048,6 +1062,28 @@ def _judge(
                 if _kind(x) == _kind(y) and _kind(x) and _same_slot(x, y):
                     return _veto("value_change", f"'{x.key}' vs '{y.key}' ({x.dep})")
     return None
+
+
+def _perfect_and_past(a: Word, b: Word) -> bool:
+    """ "has passed" / "passed", "has received funding" / "received funding": an
+    event told in the present perfect and in the past is one event. Not a state
+    with a duration ("has lived in Oslo for five years" / "lived in Oslo for five
+    years": it still holds, or no longer), nor "has been" / "was"."""
+    if a.durative or b.durative or a.light or b.light or "VERB" not in (a.pos, b.pos):
+        return False
+    return (_perfect(a) and _simple_past(b)) or (_perfect(b) and _simple_past(a))
+
+
+_HAVE_FORMS: Final = frozenset({"has", "have", "'ve", "\u2019ve"})
+
+
+def _perfect(word: Word) -> bool:
+    parts = word.text.split()
+    return word.tense == "Pres" and len(parts) >= 2 and parts[-2] in _HAVE_FORMS
+
+
+def _simple_past(word: Word) -> bool:
+    return word.tense == "Past" and " " not in word.text
 
 
 def _agreement(a: Word, b: Word) -> bool:

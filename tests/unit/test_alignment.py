@@ -39,6 +39,18 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ),
         ("User's dentist is in Ghent.", "User's dentist is in Bruges.", "value_change"),
         ("I'm hoping to move to Lisbon.", "User moved to Lisbon.", "time_change"),
+        # a perfect with a duration says the fact still holds; the past, no longer
+        (
+            "User has lived in Oslo for five years.",
+            "User lived in Oslo for five years.",
+            "time_change",
+        ),
+        ("User has always hated olives.", "User hated olives.", "time_change"),
+        (
+            "User has been vegetarian for ten years.",
+            "User was vegetarian for ten years.",
+            "time_change",
+        ),
         (
             "The team writes its services in Kotlin.",
             "The team writes its services in Scala.",
@@ -207,6 +219,9 @@ def test_a_changed_fact_is_vetoed_with_its_kind(
         ("User collects maps.", "The user says they collect maps."),
         ("User collects maps, they mentioned.", "User says they collect maps."),
         ("User plans to visit Rome.", "I plan to visit Rome."),
+        # one event in the present perfect and in the past
+        ("User has visited Japan twice.", "User visited Japan twice."),
+        ("I've broken my left wrist.", "User broke their left wrist."),
         # "hoping" is "hope" where the lemmatiser gives "hop"
         ("User hopes to move to Lisbon.", "I'm hoping to move to Lisbon."),
         # a change of person changes the verb's form, not its tense ("I read" is
