@@ -166,6 +166,10 @@ class Alignment:
     # other Thursday") or another member of a list ("on Mondays and Thursdays"):
     # what the new text adds stands beside the stored fact (`_adds_a_phrase`).
     adds_a_phrase: bool = False
+    # A verb only the new text has heads a clause of its own ("..., which was
+    # first noticed at age six"): an elaboration, not an adjunct that narrows the
+    # stored fact ("works from home on Fridays").
+    adds_a_clause: bool = False
 
     @property
     def detail_added(self) -> bool:
@@ -825,7 +829,11 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         _verb_added(a, b, matched, left, right),
         reordered,
         _adds_a_phrase(right),
+        any(w.pos == "VERB" and w.dep in _ADDED_CLAUSE_DEPS for w in right),
     )
+
+
+_ADDED_CLAUSE_DEPS: Final = frozenset({"relcl", "advcl", "conj", "acl", "ccomp"})
 
 
 def _adds_a_phrase(added: Sequence[Word]) -> bool:

@@ -15,7 +15,11 @@ from consumer.domain.alignment import Alignment, PairAligner
 from consumer.domain.batch import BatchState
 from consumer.domain.cross_verifier import CrossEncoderVerifier
 from consumer.domain.guards import check_pair
-from consumer.domain.lifting import guard_veto_after_alignment, may_be_lifted
+from consumer.domain.lifting import (
+    guard_veto_after_alignment,
+    may_be_lifted,
+    numbers_may_be_detail,
+)
 from consumer.domain.models import Candidate, GuardHit, MemoryRecord, Scope, ScoredMemory
 from consumer.domain.reviewed import ReviewedPairs
 from consumer.domain.thresholds import Bands
@@ -28,10 +32,19 @@ def rescue_contained(alignment: Alignment | None, existing: str, new: str, *, gu
     """Whether a rescue may use the lower cut of a contained pair
     (`dedup.cross_encoder.rescue_contained_from`): the alignment finds it
     contained and the guards raised nothing, not even a veto the parse lifts (a
-    lifted word-order veto leans on the parse alone already)."""
+    lifted word-order veto leans on the parse alone already), but for quantities
+    that come with a clause the new text adds ("User is colorblind" / "..., which
+    was first noticed at age six"; not "works from home" / "... on Fridays")."""
     if alignment is None or not alignment.contained:
         return False
-    return not (guards and check_pair(existing, new))
+    veto = check_pair(existing, new) if guards else None
+    if veto is None:
+        return True
+    return (
+        alignment.adds_a_clause
+        and numbers_may_be_detail(veto, existing, new)
+        and guard_veto_after_alignment(veto, existing, new, alignment) is None
+    )
 
 
 class MatchVetter:

@@ -10,6 +10,7 @@ from consumer.domain.dedup import DedupEngine
 from consumer.domain.guards import GuardName
 from consumer.domain.models import Outcome
 from consumer.domain.thresholds import Bands, ThresholdPolicy
+from consumer.domain.vetting import rescue_contained
 from consumer.ports import MemoryStore
 from schemas import Decision, DecisionReason
 
@@ -215,3 +216,27 @@ async def test_quantities_added_beside_the_stored_ones(
         assert outcome.decision is Decision.ACCEPTED
         assert outcome.guard is not None
         assert outcome.guard.veto.guard is GuardName.NUMBERS
+
+
+@pytest.mark.parametrize(
+    ("stored", "new", "contained"),
+    [
+        # a contained pair the guards raise nothing on
+        ("User keeps bees.", "I keep bees on the roof.", True),
+        # quantities that come with a clause the new text adds
+        (
+            "User is red-green colorblind.",
+            "User is red-green colorblind, which was first noticed at age six.",
+            True,
+        ),
+        # quantities in an adjunct that may narrow the stored fact
+        ("User works from home.", "User works from home on Fridays.", False),
+        # a changed quantity
+        ("User keeps bees in three hives.", "User keeps bees in two hives.", False),
+    ],
+)
+def test_the_lower_rescue_cut_needs_nothing_a_guard_keeps(
+    aligner: PairAligner, stored: str, new: str, contained: bool
+) -> None:
+    alignment = aligner.check(stored, new)
+    assert rescue_contained(alignment, stored, new, guards=True) is contained
