@@ -424,6 +424,9 @@ ANTONYM_PASS = [
     ("We decided to use Postgres", "The decision was to use Postgres"),
 ]
 SUBJECT_VETO = [
+    ("User's parents live in Accra.", "User's mom lives in Accra."),
+    ("User's mom and dad live in Accra.", "User's dad lives in Accra."),
+    ("User owes their sister $800.", "Owe bro $800"),
     ("User is vegetarian", "User's son is vegetarian"),
     ("User works from home on Fridays", "User's partner works from home on Fridays"),
     ("User's mother is a teacher", "User's father is a teacher"),
@@ -431,6 +434,9 @@ SUBJECT_VETO = [
     ("User works at Google", "User's wife works at Google"),
 ]
 SUBJECT_PASS = [
+    # "mom and dad" are the parents; "bro" is a brother
+    ("User's parents live in Accra.", "User's mom and dad live in Accra."),
+    ("User owes their brother Rafael $800.", "Owe bro Rafael $800"),
     ("User is married to Sam", "Sam is the user's spouse"),
     ("User has two children", "User is a parent of two kids"),
     ("User's kid likes Lego", "User's child likes Lego"),

@@ -13,9 +13,9 @@ _RELATION_GROUPS: Final[tuple[tuple[str, ...], ...]] = (
     ("son", "sons"), ("daughter", "daughters"),
     ("child", "children", "kid", "kids", "baby", "toddler"),
     ("mother", "mom", "mum", "mommy", "mummy"), ("father", "dad", "daddy"),
-    ("parent", "parents"), ("brother", "brothers"), ("sister", "sisters"),
-    ("sibling", "siblings"), ("wife",), ("husband",),
-    ("partner", "spouse", "girlfriend", "boyfriend", "fiance", "fiancee", "married"),
+    ("parent", "parents"), ("brother", "brothers", "bro"), ("sister", "sisters", "sis"),
+    ("sibling", "siblings"), ("wife",), ("husband", "hubby"),
+    ("partner", "spouse", "girlfriend", "boyfriend", "fiance", "fiancee", "married", "gf", "bf"),
     ("grandmother", "grandma", "granny"), ("grandfather", "grandpa"),
     ("grandparent", "grandparents"), ("uncle",), ("aunt",), ("cousin", "cousins"),
     ("niece",), ("nephew",), ("friend", "friends"), ("roommate", "flatmate", "housemate"),
@@ -29,6 +29,15 @@ _POSSESSIVES: Final = frozenset({"my", "your", "his", "her", "their", "our"})
 _RELATIONS: Final[dict[str, int]] = {
     _stem(word): group for group, words in enumerate(_RELATION_GROUPS) for word in words
 }
+_MOTHER, _FATHER, _PARENT = (_RELATIONS[_stem(w)] for w in ("mother", "father", "parent"))
+
+
+def _as_parents(groups: frozenset[int], mentioned: frozenset[int]) -> frozenset[int]:
+    """ "mom and dad" (both mentioned) are the parents."""
+    both = {_MOTHER, _FATHER}
+    if both <= mentioned and groups & both:
+        return (groups - both) | {_PARENT}
+    return groups
 
 
 def _relation_veto(a: _Words, b: _Words) -> GuardVeto | None:
@@ -46,7 +55,8 @@ def _relation_veto(a: _Words, b: _Words) -> GuardVeto | None:
     spouse" / "User's wife") vetoes, and people named by their names ("Anna" /
     "User's sister Anna") are not seen.
     """
-    only_a, only_b = a.relations - b.mentioned, b.relations - a.mentioned
+    only_a = _as_parents(a.relations, a.mentioned) - _as_parents(b.mentioned, b.mentioned)
+    only_b = _as_parents(b.relations, b.mentioned) - _as_parents(a.mentioned, a.mentioned)
     if not only_a and not only_b:
         return None
     rest_a = {w for w in a.polarity_content if w not in _RELATIONS}
