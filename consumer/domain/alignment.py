@@ -346,6 +346,8 @@ def _words(doc: Doc) -> AlignedText:
             continue
         if _duration_verb(token):
             continue  # "lessons last 45 minutes": the numbers guard has the duration
+        if token.lower_ == "prior" and any(c.lower_ == "to" for c in token.children):
+            continue  # "prior to handoff": a preposition ("before"), not a time of the fact
         key = _key(token)
         pos = _pos(token)
         verb = pos in {"VERB", "AUX"}
@@ -719,7 +721,13 @@ def _variant(a: Word, b: Word) -> bool:
     # Verbs are written out, even in notes: "go" is no abbreviation of "grow".
     verbs = a.pos == b.pos == "VERB"
     abbreviation = _abbreviates(a.key, b.key) or _abbreviates(b.key, a.key)
-    return (abbreviation and not verbs) or _spelling_variant(a.key, b.key)
+    return (abbreviation and not verbs) or _spelling_variant(a.key, b.key) or _same_time(a, b)
+
+
+def _same_time(a: Word, b: Word) -> bool:
+    """ "current" / "currently", "former" / "formerly": one time, as adjective and adverb."""
+    keys = {a.key.removesuffix("ly"), b.key.removesuffix("ly")}
+    return len(keys) == 1 and a.key in _TIME_MODIFIERS and b.key in _TIME_MODIFIERS
 
 
 def _pairs(
@@ -1114,9 +1122,10 @@ _IRREALIS_VERBS: Final = frozenset(
 _MODIFIER_DEPS: Final = frozenset({"amod", "compound", "nmod", "nummod", "advmod"})
 # Modifiers that place a fact in time: one on one side only changes when it holds.
 _TIME_MODIFIERS: Final = frozenset(
-    {"previous", "former", "ex", "past", "current", "present", "future", "next", "last",
-     "upcoming", "prior", "recent", "recently", "formerly"}
+    {"previous", "former", "ex", "past", "future", "next", "last", "upcoming", "prior",
+     "recent", "recently", "formerly", "previously"}
 )  # fmt: skip
+# "current", "currently", "present": the present a fact without them speaks of.
 # "almost moved", "nearly passed": the fact did not (quite) happen.
 _COUNTERFACTUAL: Final = frozenset({"almost", "nearly", "barely", "hardly", "scarcely"})
 # Modifiers that make another thing of what they modify: a vice president is no

@@ -39,6 +39,12 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ),
         ("User's dentist is in Ghent.", "User's dentist is in Bruges.", "value_change"),
         ("I'm hoping to move to Lisbon.", "User moved to Lisbon.", "time_change"),
+        ("User's employer is Google.", "User's former employer is Google.", "time_change"),
+        (
+            "User's current employer is Google.",
+            "User's previous employer is Google.",
+            "time_change",
+        ),
         # a perfect with a duration says the fact still holds; the past, no longer
         (
             "User has lived in Oslo for five years.",
@@ -219,6 +225,14 @@ def test_a_changed_fact_is_vetoed_with_its_kind(
         ("User collects maps.", "The user says they collect maps."),
         ("User collects maps, they mentioned.", "User says they collect maps."),
         ("User plans to visit Rome.", "I plan to visit Rome."),
+        # "current" / "currently" speak of the present a fact already does
+        (
+            "User is reading a book on Roman history.",
+            "User is currently reading a book on Roman history.",
+        ),
+        ("User's employer is Google.", "User's current employer is Google."),
+        # "prior to" is a preposition, not a time of the fact
+        ("User posts a summary before handoff.", "User posts a summary prior to handoff."),
         # one event in the present perfect and in the past
         ("User has visited Japan twice.", "User visited Japan twice."),
         ("I've broken my left wrist.", "User broke their left wrist."),
