@@ -130,6 +130,9 @@ class Word:
     # A verb with a duration ("for five years", "since 2019"): its present perfect
     # says the fact still holds, its past that it no longer does.
     durative: bool = False
+    # A verb its clause sets against another ("though they eat fish", "but
+    # stopped"): an exception or a change, not an elaboration.
+    contrast: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +171,8 @@ class Alignment:
     adds_a_phrase: bool = False
     # A verb only the new text has heads a clause of its own ("..., which was
     # first noticed at age six"): an elaboration, not an adjunct that narrows the
-    # stored fact ("works from home on Fridays").
+    # stored fact ("works from home on Fridays") nor a clause set against it
+    # ("..., though they eat fish").
     adds_a_clause: bool = False
 
     @property
@@ -222,6 +226,18 @@ _DURATION_WORDS: Final = frozenset({"for", "since", "always", "still", "long"})
 
 def _durative(verb: Token) -> bool:
     return any(c.lemma_.lower() in _DURATION_WORDS for c in verb.children)
+
+
+_CONTRAST_MARKERS: Final = frozenset(
+    {"but", "though", "although", "yet", "except", "unless", "however", "whereas"}
+)
+
+
+def _contrasted(verb: Token) -> bool:
+    return any(
+        c.lower_ in _CONTRAST_MARKERS and c.dep_ in {"cc", "mark", "advmod", "prep"}
+        for c in verb.children
+    ) or (verb.dep_ == "conj" and any(c.lower_ in _CONTRAST_MARKERS for c in verb.head.children))
 
 
 def _form(token: Token) -> str:
@@ -390,6 +406,7 @@ def _words(doc: Doc) -> AlignedText:
                 place=_place(token, cleft),
                 negated_verb=_negated_verb(token),
                 durative=verb and _durative(token),
+                contrast=verb and _contrasted(token),
             )
         )
     prepositions = frozenset(
@@ -837,8 +854,13 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         _verb_added(a, b, matched, left, right),
         reordered,
         _adds_a_phrase(right),
-        any(w.pos == "VERB" and w.dep in _ADDED_CLAUSE_DEPS for w in right),
+        _adds_a_clause(right),
     )
+
+
+def _adds_a_clause(added: Sequence[Word]) -> bool:
+    verbs = [w for w in added if w.pos == "VERB"]
+    return any(w.dep in _ADDED_CLAUSE_DEPS for w in verbs) and not any(w.contrast for w in verbs)
 
 
 _ADDED_CLAUSE_DEPS: Final = frozenset({"relcl", "advcl", "conj", "acl", "ccomp"})

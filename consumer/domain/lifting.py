@@ -87,18 +87,36 @@ def may_be_lifted(veto: GuardVeto | None, existing: str, new: str) -> bool:
     return numbers_may_be_detail(veto, existing, new) or order_may_be_paraphrase(veto)
 
 
-def word_order_after_parse(
+def guards_for_verifier(
     veto: GuardVeto | None, existing: str, new: str, aligner: PairAligner | None
 ) -> GuardVeto | None:
-    """The guards' veto with only a word-order veto the parse lifts
-    (`order_lifted`) taken off, the other guards then asked; a numbers veto stays.
-    The verifier's "a guard vetoes" input; parses only a pair the word-order
-    guard vetoes."""
-    if aligner is None or not order_may_be_paraphrase(veto):
+    """The verifier's "a guard vetoes" input: the guards' veto with a word-order
+    veto the parse lifts (`order_lifted`) taken off, and a numbers veto on
+    quantities that come with a clause the new text adds (`detail_in_a_clause`),
+    the other guards then asked. A numbers veto on a detail without a clause of
+    its own stays ("Kofi is vegetarian" / "... on weekdays"): whether it narrows
+    the fact is the verifier's to say. Parses only a pair those guards veto."""
+    if aligner is None or not may_be_lifted(veto, existing, new):
         return veto
-    if order_lifted(veto, existing, new, aligner.check(existing, new)):
+    alignment = aligner.check(existing, new)
+    if order_lifted(veto, existing, new, alignment):
         return check_pair(existing, new, word_order=False)
+    if detail_in_a_clause(veto, existing, new, alignment):
+        return check_pair(existing, new, numbers=False)
     return veto
+
+
+def detail_in_a_clause(
+    veto: GuardVeto | None, existing: str, new: str, alignment: Alignment | None
+) -> bool:
+    """Whether a numbers veto is on quantities that come with a clause the new
+    text adds ("User is colorblind" / "..., which was first noticed at age six";
+    `Alignment.adds_a_clause`), the rest of the stored fact unchanged."""
+    if alignment is None or alignment.veto is not None or not alignment.adds_a_clause:
+        return False
+    if not numbers_may_be_detail(veto, existing, new):
+        return False
+    return _detail_with_quantities(existing, new, alignment)
 
 
 def guards_after_parse(existing: str, new: str, aligner: PairAligner | None) -> GuardVeto | None:

@@ -43,7 +43,7 @@ import structlog
 
 from consumer.domain.chat import ChatEndpoint, ChatFailed
 from consumer.domain.guards import pair_signals, text_signals
-from consumer.domain.lifting import word_order_after_parse
+from consumer.domain.lifting import guards_for_verifier
 from consumer.domain.normalize import content_hash, normalize_content
 from consumer.domain.vetoes import GuardName, GuardVeto
 from consumer.errors import MemdedupError
@@ -230,13 +230,15 @@ def pair_features(
     existing: str, new: str, similarity: float, aligner: PairAligner | None = None
 ) -> list[float]:
     """The verifier's inputs for one pair, in the order of FEATURE_NAMES. With the
-    parse alignment, `guard_veto` reads the word-order guard as the consumer does
-    (consumer.domain.lifting): its veto on words the parse finds moved with their
-    roles is none. A numbers veto lifted as an added detail still counts: whether
-    the detail changes the fact ("vegetarian on weekdays") is the verifier's to say."""
+    parse alignment, `guard_veto` reads the guards as the consumer does
+    (`consumer.domain.lifting.guards_for_verifier`): a word-order veto on words the
+    parse finds moved with their roles is none, and so is a numbers veto on
+    quantities that come with a clause the new text adds. A numbers veto on a
+    detail without a clause of its own still counts: whether it changes the fact
+    ("vegetarian on weekdays") is the verifier's to say."""
     a, b = _analyse(existing), _analyse(new)
     signals = pair_signals(existing, new)
-    veto = word_order_after_parse(signals.veto, existing, new, aligner)
+    veto = guards_for_verifier(signals.veto, existing, new, aligner)
     shared = a.content_set & b.content_set
     only_a = [w for w in a.content if w not in b.content_set]
     only_b = [w for w in b.content if w not in a.content_set]

@@ -16,9 +16,9 @@ from consumer.domain.batch import BatchState
 from consumer.domain.cross_verifier import CrossEncoderVerifier
 from consumer.domain.guards import check_pair
 from consumer.domain.lifting import (
+    detail_in_a_clause,
     guard_veto_after_alignment,
     may_be_lifted,
-    numbers_may_be_detail,
 )
 from consumer.domain.models import Candidate, GuardHit, MemoryRecord, Scope, ScoredMemory
 from consumer.domain.reviewed import ReviewedPairs
@@ -40,10 +40,8 @@ def rescue_contained(alignment: Alignment | None, existing: str, new: str, *, gu
     veto = check_pair(existing, new) if guards else None
     if veto is None:
         return True
-    return (
-        alignment.adds_a_clause
-        and numbers_may_be_detail(veto, existing, new)
-        and guard_veto_after_alignment(veto, existing, new, alignment) is None
+    return detail_in_a_clause(veto, existing, new, alignment) and (
+        check_pair(existing, new, numbers=False) is None
     )
 
 

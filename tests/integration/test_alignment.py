@@ -193,6 +193,8 @@ DETAIL_STORED = [
     event("d2", "User swims at the lido every Tuesday."),
     event("d3", "User runs 5 km on Mondays."),
     event("d4", "The team adopted Vitest and removed Jest and Karma."),
+    event("d5", "User holds a private pilot licence."),
+    event("d6", "User is vegetarian."),
 ]
 DETAIL = [
     # Every stored quantity kept, another added in a clause of its own: a detail.
@@ -206,10 +208,14 @@ DETAIL = [
     event("a3", "User runs 5 km on Mondays and Thursdays."),
     # Two conjoined clauses swapped, each with its own words, one made passive.
     event("a4", "Jest and Karma were removed by the team, and Vitest was adopted."),
+    # A quantity in a clause the new text adds: the verifier reads no numbers veto.
+    event("a5", "User holds a private pilot licence, earned in 2019."),
+    # ... but a clause set against the stored fact is more than a detail.
+    event("a6", "User is vegetarian, though they eat fish twice a month."),
 ]
 
 
-async def test_a_detail_beside_stored_quantities_and_swapped_clauses_are_folded(
+async def test_details_beside_stored_quantities_or_in_a_clause_and_swapped_clauses_are_folded(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
@@ -218,3 +224,5 @@ async def test_a_detail_beside_stored_quantities_and_swapped_clauses_are_folded(
     assert_kept_apart(decisions, "a2", from_="d2", guard="numbers")
     assert_kept_apart(decisions, "a3", from_="d3", guard="numbers")
     assert_folded(decisions, "a4", into="d4", outcomes=("skipped", "merged"))
+    assert_folded(decisions, "a5", into="d5")
+    assert_kept_apart(decisions, "a6", from_="d6", guard="verifier")

@@ -286,6 +286,20 @@ def test_a_unit_with_its_amount_is_left_to_the_numbers_guard(
     assert alignment.equivalent
 
 
+@pytest.mark.parametrize(
+    ("new", "adds_a_clause"),
+    [
+        ("User has a dog, which they adopted in 2021.", True),
+        ("User has a dog and walks it twice a day.", True),
+        ("User has a dog on weekends.", False),
+        ("User has a dog, though they rarely walk it.", False),
+        ("User has a dog but gave it away in May.", False),
+    ],
+)
+def test_a_clause_the_new_text_adds(aligner: PairAligner, new: str, adds_a_clause: bool) -> None:
+    assert aligner.check("User has a dog.", new).adds_a_clause is adds_a_clause
+
+
 def test_am_and_pm_belong_to_the_time(aligner: PairAligner) -> None:
     """The numbers guard compares "9:30 am" whole; "am" is no word of its own."""
     alignment = aligner.check(

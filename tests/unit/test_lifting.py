@@ -1,0 +1,67 @@
+"""Which guard vetoes the parse alignment lifts (consumer.domain.lifting), with the
+real spaCy pipeline."""
+
+from __future__ import annotations
+
+import pytest
+
+from consumer.domain.alignment import PairAligner
+from consumer.domain.guards import GuardName, check_pair
+from consumer.domain.lifting import detail_in_a_clause, guards_for_verifier
+
+
+@pytest.fixture(scope="module")
+def aligner() -> PairAligner:
+    return PairAligner()
+
+
+@pytest.mark.parametrize(
+    ("existing", "new", "lifted"),
+    [
+        # quantities that come with a clause the new text adds
+        (
+            "User's favorite band is Radiohead.",
+            "User's favorite band is Radiohead, and they've seen them live four times.",
+            True,
+        ),
+        (
+            "User holds the AWS certification.",
+            "User holds the AWS certification, earned in 2023.",
+            True,
+        ),
+        # an adjunct or a modifier that may narrow the stored fact
+        ("Kofi is vegetarian.", "Kofi is vegetarian on weekdays.", False),
+        ("User owns a house.", "User owns half of a house.", False),
+        # a clause set against the stored fact
+        ("User is vegetarian.", "User is vegetarian, though they eat fish twice a month.", False),
+        ("User plays tennis.", "User plays tennis but stopped in 2020.", False),
+    ],
+)
+def test_the_verifier_reads_a_detail_in_a_clause_as_no_numbers_veto(
+    aligner: PairAligner, existing: str, new: str, lifted: bool
+) -> None:
+    veto = check_pair(existing, new)
+    assert veto is not None
+    assert veto.guard is GuardName.NUMBERS
+    assert detail_in_a_clause(veto, existing, new, aligner.check(existing, new)) is lifted
+    assert (guards_for_verifier(veto, existing, new, aligner) is None) is lifted
+
+
+def test_without_the_alignment_the_verifier_reads_the_guards_as_they_are() -> None:
+    existing, new = (
+        "User holds the AWS certification.",
+        "User holds the AWS certification, earned in 2023.",
+    )
+    veto = check_pair(existing, new)
+    assert guards_for_verifier(veto, existing, new, None) is veto
+
+
+def test_the_verifier_reads_a_rearranged_sentence_as_no_word_order_veto(
+    aligner: PairAligner,
+) -> None:
+    existing = "The finance team approved the new travel policy in March."
+    new = "In March the new travel policy was approved by the finance team."
+    veto = check_pair(existing, new)
+    assert veto is not None
+    assert veto.guard is GuardName.WORD_ORDER
+    assert guards_for_verifier(veto, existing, new, aligner) is None
