@@ -19,6 +19,11 @@ from schemas import GuardReport
 # --- numbers: digits, number words, times, dates, weekdays, months, identifiers ---
 
 NUMBERS_VETO = [
+    (
+        "After March's outage the team added a canary.",
+        "After April's outage the team added a canary.",
+    ),
+    ("After March's outage the team added a canary.", "After the outage the team added a canary."),
     # a slash date names another month or day
     ("Send the lease back by June 30.", "lease back by 7/30"),
     ("The party is on December 25.", "party on 12/24"),
@@ -85,6 +90,10 @@ NUMBERS_VETO = [
 ]
 
 NUMBERS_PASS = [
+    (
+        "After the March outage the team added a canary.",
+        "After March's outage the team added a canary.",
+    ),
     ("Send the lease back by June 30.", "lease back by 6/30"),
     ("The bin goes out every other Wednesday night.", "bin out - alternate Wed nights"),
     ("Retro is every second Friday at 4 pm.", "retro: alt. Fridays, 4pm"),

@@ -104,8 +104,9 @@ def _date_parts(token: str) -> list[str]:
 
 
 def _calendar_word(words: Sequence[str], lows: Sequence[str], i: int) -> str:
-    """Weekday, month, relative day or named time at ``i``, canonicalised, else ""."""
-    low = lows[i]
+    """Weekday, month, relative day or named time at ``i`` ("March's" too),
+    canonicalised, else ""."""
+    low = lows[i].removesuffix("'s")
     singular = low[:-1] if low.endswith("s") else low
     if singular in _WEEKDAYS:
         return _WEEKDAYS[singular]

@@ -309,7 +309,8 @@ def _read_quantities(text: str) -> tuple[frozenset[str], frozenset[str], int]:
         rest = _DIGIT_TOKEN_RE.sub(digits, rest)
     words = _QUANTITY_WORD_RE.findall(rest)
     lows = frozenset(w.lower() for w in words)
-    if not _QUANTITY_VOCABULARY.isdisjoint(lows):
+    # "March's outage": a calendar word with a possessive (`_calendar_word`).
+    if not _QUANTITY_VOCABULARY.isdisjoint(lows | {low.removesuffix("'s") for low in lows}):
         found.extend(_word_quantities(words))
     return frozenset(found), lows, len(found)
 
