@@ -1075,6 +1075,9 @@ def _judge(
     role = _role_change(matched) or _another_doer(matched) or _doer_demoted(matched, left, right)
     if role is not None:
         return role
+    owner = _made_an_owner(matched, left, right)
+    if owner is not None:
+        return owner
     # Common nouns of either text: what a role modifier may make another thing of.
     nouns = {w.key for pair in matched for w in pair if w.pos == "NOUN"}
     nouns |= {w.key for w in (*left, *right) if w.pos == "NOUN"}
@@ -1122,6 +1125,26 @@ def _perfect(word: Word) -> bool:
 
 def _simple_past(word: Word) -> bool:
     return word.tense == "Past" and " " not in word.text
+
+
+def _made_an_owner(
+    matched: Sequence[tuple[Word, Word]], left: Sequence[Word], right: Sequence[Word]
+) -> GuardVeto | None:
+    """A common noun that becomes the owner of a word only the other text has,
+    which takes its slot: "is a nurse" / "is a nurse's assistant", "won the
+    tournament" / "won the tournament's junior division": another thing, not a
+    detail. A name is not ("at Spotify" / "at Spotify's Stockholm office")."""
+    for x, y in matched:
+        for owner, other, added in ((y, x, right), (x, y, left)):
+            if owner.dep != "poss" or other.dep == "poss" or owner.pos != "NOUN":
+                continue
+            for word in added:
+                if word.key == owner.head_key and (word.dep, word.head_key) == (
+                    other.dep,
+                    other.head_key,
+                ):
+                    return _veto("value_change", f"'{word.key}' of '{owner.key}'")
+    return None
 
 
 def _agreement(a: Word, b: Word) -> bool:
@@ -1172,6 +1195,7 @@ _OPPOSED_PREPOSITIONS: Final = frozenset(
         frozenset({"on", "off"}),
         frozenset({"onto", "off"}),
         frozenset({"to", "off"}),
+        frozenset({"in", "out"}),  # "is in school" / "is out of school"
     }
 )
 # Directions: one for the other on the two sides reverses the fact ("rent went up"

@@ -40,13 +40,8 @@ STILL_MERGED = {
     # A detail that changes the fact, which a merge keeps (the memory records
     # every folded text, and `review reverse` restores it).
     ("Kofi lives in Paris.", "Kofi lives in Paris, Texas."): "another Paris",
-    ("Ines is a nurse.", "Ines is a nurse's assistant."): "the nurse is now an owner",
-    ("Ines won the chess tournament.", "Ines won the chess tournament's junior division."): (
-        "the tournament is now an owner"
-    ),
     ("Kofi speaks Spanish.", "Kofi speaks a little Spanish."): "a degree",
     ("Ines drinks coffee.", "Ines drinks decaf coffee only."): "a kind and 'only'",
-    ("Kofi's daughter is in school.", "Kofi's daughter is out of school."): "'out of' as a unit",
     ("Kofi knows Python.", "Kofi knows about Python."): "an object against 'about'",
 }
 
@@ -68,9 +63,9 @@ def test_distinct_probe_pairs_are_never_skipped_and_rarely_merged(tmp_path: Path
     assert sum(not p.duplicate for p in pairs) >= 240
     settings = load_settings()
     bands = policy_from_settings(settings.dedup).default
-    verifier = build_verifier(settings.dedup)
-    cross_encoder = build_cross_encoder(settings.dedup.cross_encoder)
     aligner = PairAligner() if settings.dedup.alignment_enabled else None
+    verifier = build_verifier(settings.dedup, aligner=aligner)
+    cross_encoder = build_cross_encoder(settings.dedup.cross_encoder)
     merged: set[tuple[str, str]] = set()
     skipped: list[tuple[str, str]] = []
     for pair, similarity in zip(pairs, _similarities(pairs, tmp_path), strict=True):

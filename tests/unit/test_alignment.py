@@ -39,6 +39,11 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ),
         ("User's dentist is in Ghent.", "User's dentist is in Bruges.", "value_change"),
         ("I'm hoping to move to Lisbon.", "User moved to Lisbon.", "time_change"),
+        # a word made the owner of a word that takes its slot is another thing
+        ("Ines is a nurse.", "Ines is a nurse's assistant.", "value_change"),
+        ("Ines won the tournament.", "Ines won the tournament's junior division.", "value_change"),
+        # "in" / "out of" on one word
+        ("Kofi's daughter is in school.", "Kofi's daughter is out of school.", "role_change"),
         ("User's employer is Google.", "User's former employer is Google.", "time_change"),
         (
             "User's current employer is Google.",
@@ -233,6 +238,8 @@ def test_a_changed_fact_is_vetoed_with_its_kind(
         ("User's employer is Google.", "User's current employer is Google."),
         # "prior to" is a preposition, not a time of the fact
         ("User posts a summary before handoff.", "User posts a summary prior to handoff."),
+        # a name as the owner: the same place
+        ("User works at Spotify in Stockholm.", "User works at Spotify's Stockholm office."),
         # one event in the present perfect and in the past
         ("User has visited Japan twice.", "User visited Japan twice."),
         ("I've broken my left wrist.", "User broke their left wrist."),
