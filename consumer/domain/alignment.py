@@ -791,15 +791,21 @@ def _pairs(
     ]
     right = [w for w in b.words if w.index not in used and not w.light]
     # "I read on my Kindle" / "User reads on a Kindle": a possessive of the user
-    # beside a user both texts name says nothing the other text leaves out.
+    # beside a user both texts name says nothing the other text leaves out, unless
+    # it owns what another owner did there ("at Teodora's apartment" / "at the
+    # user's apartment").
     if any(x.key == _SELF for x, _ in matched):
-        left = [w for w in left if not _own(w)]
-        right = [w for w in right if not _own(w)]
+        left, right = (
+            [w for w in left if not _own(w, right)],
+            [w for w in right if not _own(w, left)],
+        )
     return matched, left, right
 
 
-def _own(word: Word) -> bool:
-    return word.key == _SELF and word.dep == "poss"
+def _own(word: Word, other_side: Sequence[Word]) -> bool:
+    if word.key != _SELF or word.dep != "poss":
+        return False
+    return not any(w.dep == "poss" and w.head_key == word.head_key for w in other_side)
 
 
 def _expansion(acronym: Word, candidates: Sequence[Word]) -> list[Word]:

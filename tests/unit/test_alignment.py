@@ -354,6 +354,12 @@ def test_my_beside_i_adds_nothing(aligner: PairAligner) -> None:
     assert alignment.equivalent
     other = aligner.check("Ines grows basil on the balcony.", "Ines grows basil on my balcony.")
     assert other.unmatched_new == 1
+    # "the user's" where another owner stood is no such repeat
+    owner = aligner.check(
+        "User's band rehearses in Kemal's garage.", "User's band rehearses in the user's garage."
+    )
+    assert (owner.unmatched_existing, owner.unmatched_new) == (1, 1)
+    assert not owner.contained
 
 
 def test_wed_in_a_note_is_wednesday(aligner: PairAligner) -> None:
