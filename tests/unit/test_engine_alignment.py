@@ -45,6 +45,13 @@ async def decide_after_stored(
     return outcome
 
 
+def assert_kept_apart_by(outcome: Outcome, guard: GuardName) -> None:
+    """Accepted as a memory of its own, with the named guard's veto recorded."""
+    assert outcome.decision is Decision.ACCEPTED
+    assert outcome.guard is not None
+    assert outcome.guard.veto.guard is guard
+
+
 def place(embedder: FakeEmbedder, text: str, similarity: float, axis: int = 1) -> None:
     embedder.set(STORED, base_vector())
     embedder.set(text, unit_vector(similarity, axis=axis))
@@ -118,9 +125,7 @@ async def test_changed_values_are_accepted_with_every_related_memory(
     assert first.decision is Decision.ACCEPTED
     plan = await engine.decide(0, [make_candidate(event_id="e9", content=OTHER_ANIMAL, offset=9)])
     outcome = plan.outcomes[0]
-    assert outcome.decision is Decision.ACCEPTED
-    assert outcome.guard is not None
-    assert outcome.guard.veto.guard is GuardName.ALIGNMENT
+    assert_kept_apart_by(outcome, GuardName.ALIGNMENT)
     assert [hit.veto.detail.split(":")[0] for hit in outcome.related] == ["value_change"] * len(
         outcome.related
     )
@@ -154,9 +159,7 @@ async def test_without_the_aligner_an_added_quantity_is_vetoed(
 ) -> None:
     place(embedder, WITH_COUNTED_DETAIL, 0.9)
     outcome = await decide_after_stored(store, make_engine(), WITH_COUNTED_DETAIL)
-    assert outcome.decision is Decision.ACCEPTED
-    assert outcome.guard is not None
-    assert outcome.guard.veto.guard is GuardName.NUMBERS
+    assert_kept_apart_by(outcome, GuardName.NUMBERS)
 
 
 async def test_a_changed_quantity_is_vetoed_with_the_aligner(
@@ -170,9 +173,7 @@ async def test_a_changed_quantity_is_vetoed_with_the_aligner(
     embedder.set(COUNT_CHANGED, unit_vector(0.95, axis=1))
     engine = make_engine(aligner=aligner)
     outcome = await decide_after_stored(store, engine, COUNT_CHANGED, stored=COUNTED)
-    assert outcome.decision is Decision.ACCEPTED
-    assert outcome.guard is not None
-    assert outcome.guard.veto.guard is GuardName.NUMBERS
+    assert_kept_apart_by(outcome, GuardName.NUMBERS)
 
 
 @pytest.mark.parametrize(
@@ -213,9 +214,7 @@ async def test_quantities_added_beside_the_stored_ones(
         assert outcome.decision is Decision.MERGED
         assert outcome.memory.content == new
     else:
-        assert outcome.decision is Decision.ACCEPTED
-        assert outcome.guard is not None
-        assert outcome.guard.veto.guard is GuardName.NUMBERS
+        assert_kept_apart_by(outcome, GuardName.NUMBERS)
 
 
 @pytest.mark.parametrize(
