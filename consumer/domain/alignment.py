@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Any, Final
 
-from consumer.domain.guards import is_period_word
+from consumer.domain.guards import alternate_period
 from consumer.domain.units import CURRENCY_WORDS, is_unit_word
 from consumer.domain.vetoes import GuardName, GuardVeto
 
@@ -491,18 +491,15 @@ def _is_quantity(token: Token) -> bool:
     )
 
 
-_ALTERNATE: Final = frozenset({"alternate", "alt", "alt."})
-
-
 def _every_other(token: Token) -> bool:
     """ "other" of "every other Thursday", "alternate" / "alt." before a weekday
     or a period ("alternate Wed nights"): the period of 2 the numbers guard
-    compares. Not "an alternate route"."""
+    compares (`alternate_period`). Not "an alternate route"."""
     low = token.lower_
     if low == "other":
         return token.i > 0 and token.doc[token.i - 1].lower_ == "every"
     after = [t for t in token.doc[token.i + 1 : token.i + 3] if not t.is_punct][:1]
-    return low in _ALTERNATE and bool(after) and is_period_word(after[0].text)
+    return bool(after) and alternate_period(low, after[0].text)
 
 
 def _meridiem(token: Token) -> bool:
@@ -919,10 +916,8 @@ def _moved_with_clauses(matched: Sequence[tuple[Word, Word]]) -> frozenset[str]:
     other words keep their places, so a word that trades verbs ("speaks Japanese
     and is learning Portuguese") is still a take-over."""
     verbs = {"VERB", "AUX"}
-    roots = [
-        {w.key for w in side if w.pos in verbs and w.dep == "ROOT"}
-        for side in (tuple(x for x, _ in matched), tuple(y for _, y in matched))
-    ]
+    sides = (tuple(x for x, _ in matched), tuple(y for _, y in matched))
+    roots = [{w.key for w in side if w.pos in verbs and w.dep == "ROOT"} for side in sides]
     if roots[0] == roots[1]:
         return frozenset()
     clause_verbs = {
@@ -936,10 +931,7 @@ def _moved_with_clauses(matched: Sequence[tuple[Word, Word]]) -> frozenset[str]:
     }
     if not (roots[0] | roots[1]) <= clause_verbs:
         return frozenset()
-    doers = [
-        {w.place[1] for w in side if w.place[0] == "subj"}
-        for side in (tuple(x for x, _ in matched), tuple(y for _, y in matched))
-    ]
+    doers = [{w.place[1] for w in side if w.place[0] == "subj"} for side in sides]
     if any(doers[i] & (clause_verbs - roots[i]) for i in (0, 1)):
         # A conjoined verb with a doer of its own ("written by Graham and designed
         # by Carlo"): the main verb's subject is not shared, and moves with it.

@@ -27,6 +27,21 @@ def numbers_may_be_detail(veto: GuardVeto | None, existing: str, new: str) -> bo
     return adds_quantities(existing, new) or keeps_quantities_adds_more(existing, new)
 
 
+def _numbers_lifted(
+    veto: GuardVeto | None,
+    existing: str,
+    new: str,
+    alignment: Alignment,
+    *,
+    needs_a_clause: bool,
+) -> bool:
+    if needs_a_clause and not alignment.adds_a_clause:
+        return False
+    return numbers_may_be_detail(veto, existing, new) and _detail_with_quantities(
+        existing, new, alignment
+    )
+
+
 def _detail_with_quantities(existing: str, new: str, alignment: Alignment) -> bool:
     """Whether quantities the new text adds come with an added detail: nothing of
     the stored text missing or changed (`Alignment.detail_added`); where the
@@ -42,19 +57,24 @@ def _detail_with_quantities(existing: str, new: str, alignment: Alignment) -> bo
 
 
 def guard_veto_after_alignment(
-    veto: GuardVeto | None, existing: str, new: str, alignment: Alignment | None
+    veto: GuardVeto | None,
+    existing: str,
+    new: str,
+    alignment: Alignment | None,
+    *,
+    detail_needs_a_clause: bool = False,
 ) -> GuardVeto | None:
     """The guards' veto once the alignment is known: quantities that come with an
     added detail (nothing of the stored text missing or changed) are that detail,
     and words the word-order guard finds moved are not a changed fact when the
     alignment matches every word and none took over another's role or place
     (`Alignment.reordered`: "In 2019 the user went diving" / "User went diving in
-    2019", a passive, a cleft); then only the other guards are asked."""
+    2019", a passive, a cleft); then only the other guards are asked.
+    `detail_needs_a_clause`: the quantities must come with a clause the new text
+    adds (`detail_in_a_clause`), as the verifier's input reads them."""
     if alignment is None or alignment.veto is not None:
         return veto
-    if numbers_may_be_detail(veto, existing, new) and _detail_with_quantities(
-        existing, new, alignment
-    ):
+    if _numbers_lifted(veto, existing, new, alignment, needs_a_clause=detail_needs_a_clause):
         return check_pair(existing, new, numbers=False)
     if order_lifted(veto, existing, new, alignment):
         return check_pair(existing, new, word_order=False)
@@ -99,11 +119,7 @@ def guards_for_verifier(
     if aligner is None or not may_be_lifted(veto, existing, new):
         return veto
     alignment = aligner.check(existing, new)
-    if order_lifted(veto, existing, new, alignment):
-        return check_pair(existing, new, word_order=False)
-    if detail_in_a_clause(veto, existing, new, alignment):
-        return check_pair(existing, new, numbers=False)
-    return veto
+    return guard_veto_after_alignment(veto, existing, new, alignment, detail_needs_a_clause=True)
 
 
 def detail_in_a_clause(
@@ -112,11 +128,9 @@ def detail_in_a_clause(
     """Whether a numbers veto is on quantities that come with a clause the new
     text adds ("User is colorblind" / "..., which was first noticed at age six";
     `Alignment.adds_a_clause`), the rest of the stored fact unchanged."""
-    if alignment is None or alignment.veto is not None or not alignment.adds_a_clause:
+    if alignment is None or alignment.veto is not None:
         return False
-    if not numbers_may_be_detail(veto, existing, new):
-        return False
-    return _detail_with_quantities(existing, new, alignment)
+    return _numbers_lifted(veto, existing, new, alignment, needs_a_clause=True)
 
 
 def guards_after_parse(existing: str, new: str, aligner: PairAligner | None) -> GuardVeto | None:

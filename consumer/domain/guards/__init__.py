@@ -39,7 +39,7 @@ from consumer.domain.guards.checks import (
     quantities_may_trade,
     text_signals,
 )
-from consumer.domain.guards.numbers import is_period_word
+from consumer.domain.guards.numbers import alternate_period
 from consumer.domain.vetoes import GuardName, GuardVeto, related_kind
 
 __all__ = [
@@ -48,8 +48,8 @@ __all__ = [
     "PairSignals",
     "TextSignals",
     "adds_quantities",
+    "alternate_period",
     "check_pair",
-    "is_period_word",
     "keeps_quantities_adds_more",
     "pair_signals",
     "quantities_may_trade",

@@ -17,6 +17,7 @@ from typing import Final
 from consumer.domain.guards.dates import (
     _ABBREVIATIONS,
     _DAYPART_TIMES,
+    _MONTH_NAMES,
     _MONTHS,
     _OCLOCK_RE,
     _TIME_12_RE,
@@ -399,20 +400,21 @@ def _every_other(low: str, prev: str, nxt: str) -> bool:
     """ "every other week", "alternate weeks", "fortnightly": a period of 2."""
     return (
         (low == "other" and prev == "every")
-        or (low in _ALTERNATE and _is_period(nxt))
+        or alternate_period(low, nxt)
         or low in _EVERY_OTHER_WEEK
     )
+
+
+def alternate_period(word: str, following: str) -> bool:
+    """Whether `word` is "alternate" or "alt." before a weekday (written out or
+    abbreviated: "alternate Wed nights") or a calendar period ("alt. weeks"):
+    every other one, a period of 2. Not "an alternate route"."""
+    return word.lower() in _ALTERNATE and _is_period(following.lower())
 
 
 _PERIODS: Final = frozenset(
     {"day", "week", "weekend", "month", "year", "night", "morning", "evening"}
 )
-
-
-def is_period_word(word: str) -> bool:
-    """Whether `word` names a weekday (written out or abbreviated: "Wed") or a
-    calendar period ("weeks", "nights"): what "alternate" and "every other" count."""
-    return _is_period(word.lower())
 
 
 def _is_period(low: str) -> bool:
@@ -568,10 +570,6 @@ def _kilo_as_km(km: _Quantities, kilo: _Quantities) -> bool:
 
 
 _SLASH_DATE_RE: Final = re.compile(r"(?<![\d/.])(\d{1,2})/(\d{1,2})(?![\d/])")
-_MONTH_NAMES: Final = (
-    "january", "february", "march", "april", "may", "june", "july", "august",
-    "september", "october", "november", "december",
-)  # fmt: skip
 
 
 def _slash_date_written_out(slashed: _Quantities, named: _Quantities) -> bool:
