@@ -1070,7 +1070,12 @@ def _judge(
         # "turned on" / "turned off": a particle is part of the verb's meaning.
         if a and b and a != b and not (x.particle[0] == y.particle[0] == "~"):
             return _veto("value_change", f"'{x.key} {a}' vs '{y.key} {b}'")
-    role = _role_change(matched) or _another_doer(matched) or _doer_demoted(matched, left, right)
+    role = (
+        _role_change(matched)
+        or _another_doer(matched)
+        or _doer_demoted(matched, left, right)
+        or _implicit_doer_traded(matched, left, right)
+    )
     if role is not None:
         return role
     owner = _made_an_owner(matched, left, right)
@@ -1243,6 +1248,7 @@ def _role_change(matched: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
     if len(swapped) >= 2:
         names = " / ".join(x.key for x, _ in swapped[:2])
         return _veto("role_change", f"{names}: subject and object swapped")
+
     for x, y in matched:
         if x.role.startswith("prep:") and y.role.startswith("prep:"):
             pair = frozenset({x.role[5:], y.role[5:]})
@@ -1274,6 +1280,31 @@ def _doer_demoted(
                 "role_change",
                 f"'{doer.head_key}': done by '{doer.key}' vs '{owned.key}' of '{doer.key}'",
             )
+    return None
+
+
+def _implicit_doer_traded(
+    matched: Sequence[tuple[Word, Word]], left: Sequence[Word], right: Sequence[Word]
+) -> GuardVeto | None:
+    """A participant that is the object of a verb with no subject in one text (a
+    note's verb: its doer is the user) is that verb's subject in the other: "Owes
+    her brother $400" / "Her brother owes her $400". The user and the participant
+    traded roles, though no second word left the subject's place. Only for the
+    text's main verb: a conjoined one shares a subject it does not name."""
+    words = ([x for x, _ in matched] + list(left), [y for _, y in matched] + list(right))
+    for pair in matched:
+        for side in (0, 1):
+            obj, subj = pair[side], pair[1 - side]
+            if obj.dep not in {"dobj", "dative", "iobj"} or subj.dep != "nsubj":
+                continue
+            if obj.head_key != subj.head_key or obj.head_key in _LIGHT_VERBS or not _content(obj):
+                continue
+            if any(w.role == "subj" and w.head_key == obj.head_key for w in words[side]):
+                continue
+            # A conjoined or subordinate verb shares a subject it does not name.
+            if not any(w.key == obj.head_key and w.dep == "ROOT" for w in words[side]):
+                continue
+            return _veto("role_change", f"'{obj.head_key}': '{obj.key}' done to vs doing")
     return None
 
 

@@ -15,6 +15,10 @@ of tools/eval_cross_encoder.py, chosen on the memory pairs' dev split only):
   (never skipped) when P(same fact) >= `rescue_from` and the alignment does not
   veto it (consumer.domain.vetting; one model run per event at most).
 
+Two texts spelled alike (`spelled_alike`: a typo, case or a hyphen apart) are
+not asked: the model reads a misspelt word as another word ("golden retreiver",
+P 0.04), and the guards and the alignment, which already ran, see one text.
+
 The model itself (onnxruntime and a tokenizer) lives in
 consumer.embedding.cross_encoder; the domain reaches it through
 :class:`PairScorer`. Verdicts never carry memory text.
@@ -27,6 +31,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Final, Protocol
 
+from consumer.domain.normalize import spelled_alike
 from consumer.domain.verifier import Verdict
 
 __all__ = ["CROSS_ENCODER_SOURCE", "CrossEncoderVerifier", "PairScorer"]
@@ -107,7 +112,10 @@ class CrossEncoderVerifier:
         return self._reworded_below if reworded else self._veto_below
 
     def probability(self, existing: str, new: str) -> float:
-        """P(same fact) of one pair; blocking on a cache miss."""
+        """P(same fact) of one pair (1.0 for texts `spelled_alike`, with no model
+        run); blocking on a cache miss."""
+        if spelled_alike(existing, new):
+            return 1.0
         key = (existing, new)
         cached = self._cache.get(key)
         if cached is not None:
@@ -119,13 +127,17 @@ class CrossEncoderVerifier:
 
     def prime(self, pairs: Sequence[tuple[str, str]]) -> None:
         """Score, in one batched call, the pairs not yet cached (blocking)."""
-        missing = list(dict.fromkeys(p for p in pairs if p not in self._cache))
+        missing = list(
+            dict.fromkeys(p for p in pairs if p not in self._cache and not spelled_alike(*p))
+        )
         if missing:
             for key, p in zip(missing, self._scorer.probabilities(missing), strict=True):
                 self._remember(key, p)
 
     async def probability_async(self, existing: str, new: str) -> float:
         """As `probability`, with a cache miss scored in a worker thread."""
+        if spelled_alike(existing, new):
+            return 1.0
         cached = self._cache.get((existing, new))
         if cached is not None:
             return cached

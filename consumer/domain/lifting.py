@@ -7,6 +7,9 @@ vetter (consumer.domain.vetting), the quality tools' rule and the verifier, whos
 
 from __future__ import annotations
 
+import re
+from typing import Final
+
 from consumer.domain.alignment import Alignment, PairAligner
 from consumer.domain.guards import (
     adds_quantities,
@@ -81,16 +84,25 @@ def guard_veto_after_alignment(
     return veto
 
 
+# Words that set one alternative against another ("Postgres instead of MongoDB",
+# "tea rather than coffee", "taller than Ben"): the order of the two is the fact,
+# and the parser often reads them as a plain list, whose order it ignores.
+_ALTERNATIVES: Final = re.compile(r"\b(?:instead|rather|than|versus|vs)\b", re.IGNORECASE)
+
+
 def order_lifted(
     veto: GuardVeto | None, existing: str, new: str, alignment: Alignment | None
 ) -> bool:
     """Whether the alignment lifts the word-order guard's veto: every word is
     matched in its role (`Alignment.equivalent` or `Alignment.reordered`), and
     neither text has two quantities of one kind, which the alignment does not
-    see and which can trade what they count when moved."""
+    see and which can trade what they count when moved, and neither sets one
+    alternative against another (`_ALTERNATIVES`)."""
     if not order_may_be_paraphrase(veto) or alignment is None or alignment.veto is not None:
         return False
     if not (alignment.equivalent or alignment.reordered):
+        return False
+    if any(_ALTERNATIVES.search(text) for text in (existing, new)):
         return False
     return not (quantities_may_trade(existing) or quantities_may_trade(new))
 

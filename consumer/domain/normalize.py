@@ -62,6 +62,55 @@ def normalize_content(text: str) -> str:
     return collapsed
 
 
+# Words for `spelled_alike`: letters and digits, an inner apostrophe kept
+# ("user's"), and every symbol but sentence punctuation ("$", "€", "/", "%");
+# hyphens are dropped first ("co-worker" / "coworker").
+_SPELLING_WORD: Final = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*|[^\w\s.,;:!?'\"\u2019()]")
+# A one-edit slip only counts in words this long: shorter ones are often other
+# words ("lives" / "lived", "angle" / "angel").
+_SLIP_MIN_LENGTH: Final = 6
+
+
+def spelled_alike(a: str, b: str) -> bool:
+    """The same words and symbols in the same order but for case, hyphens and one
+    slip of the keyboard (a letter added, dropped, changed or two swapped) in one
+    lowercase word of six letters or more: "golden retriever" / "golden retreiver", "coworker" /
+    "co-worker", "Sunday" / "sunday". A capitalised word (a name) or a number
+    must be written the same ("Dr. Reyes" / "Dr. Reyna", "Maria" / "Marie")."""
+    left = _SPELLING_WORD.findall(unicodedata.normalize("NFC", a).replace("-", ""))
+    right = _SPELLING_WORD.findall(unicodedata.normalize("NFC", b).replace("-", ""))
+    if not left or len(left) != len(right):
+        return False
+    slips = 0
+    for x, y in zip(left, right, strict=True):
+        if x.casefold() == y.casefold():
+            continue
+        slips += 1
+        lowercase_words = x.isalpha() and y.isalpha() and x.islower() and y.islower()
+        if not lowercase_words or min(len(x), len(y)) < _SLIP_MIN_LENGTH or not _one_slip(x, y):
+            return False
+    # One slip: two words off is a rewording, not a typo.
+    return slips <= 1
+
+
+def _one_slip(x: str, y: str) -> bool:
+    """One letter added, dropped or changed, or two adjacent letters swapped."""
+    if len(x) > len(y):
+        x, y = y, x
+    if len(y) - len(x) > 1:
+        return False
+    start = 0
+    while start < len(x) and x[start] == y[start]:
+        start += 1
+    if len(x) < len(y):
+        return x[start:] == y[start + 1 :]
+    rest = start + 1
+    if x[rest:] == y[rest:]:
+        return True  # one letter changed
+    swapped = x[start : start + 2] == y[start : start + 2][::-1]
+    return swapped and x[start + 2 :] == y[start + 2 :]
+
+
 def content_hash(normalized: str) -> str:
     """Hex SHA-256 of normalised text."""
     return hashlib.sha256(normalized.encode("utf-8")).hexdigest()

@@ -44,7 +44,7 @@ import structlog
 from consumer.domain.chat import ChatEndpoint, ChatFailed
 from consumer.domain.guards import pair_signals, text_signals
 from consumer.domain.lifting import guards_for_verifier
-from consumer.domain.normalize import content_hash, normalize_content
+from consumer.domain.normalize import content_hash, normalize_content, spelled_alike
 from consumer.domain.vetoes import GuardName, GuardVeto
 from consumer.errors import MemdedupError
 
@@ -401,6 +401,10 @@ class LocalVerifier:
         return self._model.probability(pair_features(existing, new, similarity, self._aligner))
 
     def judge(self, existing: str, new: str, similarity: float) -> Verdict:
+        if spelled_alike(existing, new):
+            # A typo lowers every overlap feature the model reads; the guards and
+            # the alignment, which already ran, see one text.
+            return Verdict(True, 1.0, self.source, "spelled alike: one text with a typo")
         p = self.probability(existing, new, similarity)
         same = p >= self._min_probability
         relation = ">=" if same else "<"

@@ -226,3 +226,35 @@ async def test_details_beside_stored_quantities_or_in_a_clause_and_swapped_claus
     assert_folded(decisions, "a4", into="d4", outcomes=("skipped", "merged"))
     assert_folded(decisions, "a5", into="d5")
     assert_kept_apart(decisions, "a6", from_="d6", guard="verifier")
+
+
+TRADED_STORED = [
+    event("t1", "Chose Terraform instead of Pulumi for the infrastructure repo."),
+    event("t2", "Owes her brother Marcus $400 for the concert tickets"),
+    event("t3", "Netflix Standard plan, $15.49/mo, billed on the 3rd"),
+    event("t4", "Has a golden retriever named Biscuit"),
+    event("t5", "Plays tennis every Sunday morning with a coworker"),
+]
+TRADED = [
+    # Alternatives set against each other, swapped: the parser reads them as a list.
+    event("u1", "Chose Pulumi instead of Terraform for the infrastructure repo."),
+    # A note's verb is the user's: its object, made the subject, traded roles.
+    event("u2", "Her brother Marcus owes her $400 for the concert tickets"),
+    # Ending what the other text has.
+    event("u3", "Cancelled Netflix Standard plan ($15.49/mo, billed on the 3rd)"),
+    # A typo, case and a hyphen: one text, whatever the models make of it.
+    event("u4", "has a golden retreiver named Biscuit."),
+    event("u5", "Plays tennis every sunday morning with a co-worker"),
+]
+
+
+async def test_traded_alternatives_and_roles_and_an_ended_plan_are_kept_apart_typos_folded(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(settings, real_embedder, TRADED_STORED, TRADED)
+    assert_kept_apart(decisions, "u1", from_="t1", guard="word_order")
+    assert_kept_apart(decisions, "u2", from_="t2", guard="word_order")
+    assert_kept_apart(decisions, "u3", from_="t3", guard="negation")
+    assert_folded(decisions, "u4", into="t4")
+    assert_folded(decisions, "u5", into="t5")

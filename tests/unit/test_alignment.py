@@ -207,6 +207,15 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ),
         ("Wen runs the bookshop.", "Wen is the assistant manager of the bookshop.", "value_change"),
         ("Deputy Wen Li patrols the harbour.", "Wen Li patrols the harbour.", None),  # a title
+        # a note's verb is the user's: its object made the subject traded roles
+        (
+            "Owes her brother Marcus $400 for the concert tickets",
+            "Her brother Marcus owes her $400 for the concert tickets",
+            "role_change",
+        ),
+        # ... not when the object's text names a doer, nor for a passive's subject
+        ("User walks their dog at 6:30 every morning.", "Dog walk 6:30am daily", None),
+        ("The loyalists had camped by the river.", "The loyalists were camped by the river.", None),
     ],
 )
 def test_a_changed_fact_is_vetoed_with_its_kind(

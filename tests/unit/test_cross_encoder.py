@@ -465,3 +465,28 @@ async def test_only_the_best_rescue_candidate_is_asked(
     plan = await engine.decide(0, [make_candidate(event_id="e9", content=PARAPHRASE, offset=9)])
     assert plan.outcomes[0].decision is Decision.ACCEPTED
     assert scorer.calls == [[(STORED, PARAPHRASE)]]
+
+
+def test_texts_spelled_alike_are_the_same_fact_without_a_model_run() -> None:
+    scorer = FakeScorer({("Has a golden retriever.", "has a golden retreiver"): 0.01})
+    defaults = CrossEncoderSettings()
+    verifier = CrossEncoderVerifier(
+        scorer, veto_below=defaults.veto_below, rescue_from=defaults.rescue_from
+    )
+    typo = ("Has a golden retriever.", "has a golden retreiver")
+    assert verifier.probability(*typo) == 1.0
+    assert verifier.judge(*typo, 0.85).same_fact
+    verifier.prime([typo, ("User keeps bees.", PARAPHRASE)])
+    assert scorer.calls == [[("User keeps bees.", PARAPHRASE)]]
+    # A name is no typo: the model is asked.
+    assert verifier.probability("Sees Dr. Reyes", "Sees Dr. Reyna") == 0.5
+
+
+async def test_texts_spelled_alike_skip_the_model_off_the_event_loop_too() -> None:
+    scorer = FakeScorer()
+    defaults = CrossEncoderSettings()
+    verifier = CrossEncoderVerifier(
+        scorer, veto_below=defaults.veto_below, rescue_from=defaults.rescue_from
+    )
+    assert await verifier.probability_async("Hates cilantro", "hates cilatro") == 1.0
+    assert scorer.calls == []

@@ -168,6 +168,10 @@ NUMBERS_PASS = [
 
 NEGATION_VETO = [
     ("The meeting is on Monday", "The meeting is not on Monday"),
+    # ending a thing the other text has is its negation, whatever the other says
+    ("Spotify Family plan, $16.99/mo", "Cancelled Spotify Family plan ($16.99/mo)"),
+    ("The book club meets in the library.", "The book club in the library was discontinued."),
+    ("The concert is happening on Friday.", "The concert on Friday is cancelled."),
     ("User likes spicy food", "User does not like spicy food"),
     ("User likes spicy food", "User doesn't like spicy food"),
     ("User likes spicy food", "User doesn\u2019t like spicy food"),
@@ -196,6 +200,7 @@ NEGATION_VETO = [
 
 NEGATION_PASS = [
     ("User does not eat meat", "User doesn't eat meat"),
+    ("The concert is not happening.", "The concert is cancelled."),
     ("User never drinks alcohol", "User does not drink alcohol"),
     ("User hates long meetings", "User doesn't like long meetings"),
     ("User dislikes long meetings", "User can't stand lengthy meetings"),

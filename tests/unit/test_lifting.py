@@ -65,3 +65,24 @@ def test_the_verifier_reads_a_rearranged_sentence_as_no_word_order_veto(
     assert veto is not None
     assert veto.guard is GuardName.WORD_ORDER
     assert guards_for_verifier(veto, existing, new, aligner) is None
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        (
+            "Decided to use Postgres instead of MongoDB for the analytics store",
+            "Decided to use MongoDB instead of Postgres for the analytics store",
+        ),
+        ("User would rather hike than cycle.", "User would rather cycle than hike."),
+    ],
+)
+def test_alternatives_set_against_each_other_keep_the_word_order_veto(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    """The parser reads "X instead of Y" as a list, whose order the alignment
+    ignores: the word-order guard's veto stays."""
+    veto = check_pair(existing, new)
+    assert veto is not None
+    assert veto.guard is GuardName.WORD_ORDER
+    assert guards_for_verifier(veto, existing, new, aligner) == veto

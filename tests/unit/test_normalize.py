@@ -16,6 +16,7 @@ from consumer.domain.normalize import (
     decision_id_for,
     memory_id_for,
     normalize_content,
+    spelled_alike,
     uuid5_text,
 )
 
@@ -204,3 +205,26 @@ def test_decision_and_memory_ids_live_in_different_uuid_namespaces() -> None:
 )
 def test_uuid5_text_is_the_standard_uuid5(namespace: uuid.UUID, name: str) -> None:
     assert uuid5_text(namespace, name) == str(uuid.uuid5(namespace, name))
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "alike"),
+    [
+        # one slip of the keyboard in a lowercase word of six letters or more
+        ("Has a golden retriever named Biscuit", "has a golden retreiver named Biscuit.", True),
+        ("Hates cilantro", "Hates cilatro", True),
+        ("Plays tennis with a coworker", "plays tennis with a co-worker", True),
+        ("Has a dentist appointment on Sunday", "has a dentist appointment on sunday", True),
+        # a name, a number, a symbol, a short word or two slips: not a typo
+        ("Dentist: Dr. Reyes", "Dentist: Dr. Reyna", False),
+        ("User's sister Maria", "User's sister Marie", False),
+        ("Salary is \u20ac72,000 a year", "Salary is \u00a372,000 a year", False),
+        ("Pays 40 a month", "Pays 45 a month", False),
+        ("User lives in Paris", "User lived in Paris", False),
+        ("Likes the retriever and cilantro", "Likes the retreiver and cilatro", False),
+        ("Likes tea", "Likes green tea", False),
+    ],
+)
+def test_spelled_alike_is_a_typo_case_or_hyphen_apart(a: str, b: str, alike: bool) -> None:
+    assert spelled_alike(a, b) is alike
+    assert spelled_alike(b, a) is alike

@@ -470,3 +470,15 @@ async def test_engine_without_a_verifier_takes_the_best_match(
     assert outcome.decision is Decision.MERGED
     assert outcome.memory.content == MEMORY_A
     assert outcome.guard is None
+
+
+def test_a_typo_is_the_same_fact_without_asking_the_model() -> None:
+    typo = ("Volunteers at the animal shelter every Saturday", "volunteers at the animal sheltre")
+    assert LOCAL.probability(typo[0], typo[0] + " morning", 0.77) < 1.0
+    verdict = LOCAL.judge(
+        "Volunteers at the animal shelter", "volunteers at the animal sheltre", 0.77
+    )
+    assert verdict.same_fact
+    assert verdict.detail.startswith("spelled alike")
+    # Two words off is a rewording: the model judges it.
+    assert not LOCAL.judge(*typo, 0.77).detail.startswith("spelled alike")

@@ -26,7 +26,9 @@ _POLARITY_WORDS: Final = frozenset(
      "despises", "despised", "refuse", "refuses", "refused", "refusing", "reject",
      "rejects", "rejected", "fail", "fails", "failed", "failing", "lack", "lacks",
      "lacked", "lacking", "avoid", "avoids", "avoided", "avoiding", "stop", "stops",
-     "stopped", "stopping", "quit", "quits", "quitting", "cease", "ceased", "ceases"}
+     "stopped", "stopping", "quit", "quits", "quitting", "cease", "ceased", "ceases",
+     "cancel", "cancels", "cancelled", "canceled", "cancelling", "canceling", "discontinue",
+     "discontinues", "discontinued", "terminate", "terminates", "terminated"}
 )  # fmt: skip
 # After these, "stop" / "quit" / "fail" are nouns ("the third stop", "bus stop").
 _NOUN_MARKERS: Final = frozenset(
@@ -62,8 +64,7 @@ _ANTONYM_GROUPS: Final[tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]] = (
     (("attend", "attends", "attended", "attending", "join", "joins", "joining"),
      ("skip", "skips", "skipped", "skipping", "miss", "misses", "missed", "missing")),
     (("happening", "happen", "happens", "scheduled", "confirmed", "going ahead"),
-     ("cancelled", "canceled", "cancel", "cancels", "cancelling", "canceling", "postponed",
-      "called off")),
+     ("postponed", "called off")),
     (("enable", "enabled", "enables", "enabling"),
      ("disable", "disabled", "disables", "disabling")),
     (("allow", "allowed", "allows", "permitted", "permit"),
