@@ -515,6 +515,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         # The frozen test first: it is the figure that counts.
         sets["memory-test"] = [p for p in split_pairs if p.split == "test"]
+        if len(memory_files) > 1:
+            # Each file's test split too: the files were written apart (fresh.jsonl
+            # by writers who had not seen the others), and a rule tuned on some of
+            # them shows on the others first.
+            for path in memory_files:
+                tested = [p for p in load_pairs(path) if p.split == "test"]
+                if tested:
+                    sets[f"memory-test/{path.stem}"] = tested
         sets["memory-train+dev"] = [p for p in split_pairs if p.split != "test"]
     sets["shipped"] = load_pairs(args.pairs)
     if args.probes.exists():

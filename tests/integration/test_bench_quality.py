@@ -46,7 +46,9 @@ def test_quality_bench_reports_every_set(tmp_path: Path) -> None:
     for e, n, label, split in PAIRS:
         group = next(g for g in names if split_of(g) == split)  # a split is fixed by its group
         rows.append({"existing": e, "new": n, "label": label, "split": split, "group": group})
-    (memory / "pairs.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    # Two files, each with a test pair: each file's test split is reported too.
+    (memory / "pairs.jsonl").write_text("\n".join(json.dumps(r) for r in rows[:5]) + "\n")
+    (memory / "more.jsonl").write_text("\n".join(json.dumps(r) for r in rows[5:]) + "\n")
     shipped = tmp_path / "shipped.jsonl"
     shipped.write_text("\n".join(json.dumps(r) for r in rows[:4]) + "\n")
     probes = tmp_path / "probes.jsonl"
@@ -76,7 +78,21 @@ def test_quality_bench_reports_every_set(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     document = json.loads(out.read_text())
     names = [s["name"] for s in document["sets"]]
-    assert names == ["memory-test", "memory-train+dev", "shipped", "probes"]
+    assert names == [
+        "memory-test",
+        "memory-test/more",
+        "memory-test/pairs",
+        "memory-train+dev",
+        "shipped",
+        "probes",
+    ]
     sizes = {s["name"]: s["pairs"] for s in document["sets"]}
-    assert sizes == {"memory-test": 2, "memory-train+dev": 5, "shipped": 4, "probes": 2}
+    assert sizes == {
+        "memory-test": 2,
+        "memory-test/more": 1,
+        "memory-test/pairs": 1,
+        "memory-train+dev": 5,
+        "shipped": 4,
+        "probes": 2,
+    }
     assert "memory-test" in result.stdout
