@@ -505,7 +505,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sets: dict[str, list[LabelledPair]] = {}
     memory_files = sorted(args.memory_dir.glob("*.jsonl"))
     if memory_files:
-        split_pairs = [p for path in memory_files for p in load_pairs(path)]
+        by_file = {path.stem: load_pairs(path) for path in memory_files}
+        split_pairs = [p for pairs in by_file.values() for p in pairs]
         unsplit = [p for p in split_pairs if p.split is None]
         if unsplit:
             print(
@@ -519,10 +520,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             # Each file's test split too: the files were written apart (fresh.jsonl
             # by writers who had not seen the others), and a rule tuned on some of
             # them shows on the others first.
-            for path in memory_files:
-                tested = [p for p in load_pairs(path) if p.split == "test"]
+            for stem, pairs in by_file.items():
+                tested = [p for p in pairs if p.split == "test"]
                 if tested:
-                    sets[f"memory-test/{path.stem}"] = tested
+                    sets[f"memory-test/{stem}"] = tested
         sets["memory-train+dev"] = [p for p in split_pairs if p.split != "test"]
     sets["shipped"] = load_pairs(args.pairs)
     if args.probes.exists():

@@ -1248,7 +1248,6 @@ def _role_change(matched: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
     if len(swapped) >= 2:
         names = " / ".join(x.key for x, _ in swapped[:2])
         return _veto("role_change", f"{names}: subject and object swapped")
-
     for x, y in matched:
         if x.role.startswith("prep:") and y.role.startswith("prep:"):
             pair = frozenset({x.role[5:], y.role[5:]})

@@ -116,6 +116,10 @@ class CrossEncoderVerifier:
         run); blocking on a cache miss."""
         if spelled_alike(existing, new):
             return 1.0
+        return self._scored(existing, new)
+
+    def _scored(self, existing: str, new: str) -> float:
+        """The model's P(same fact), cached; blocking on a cache miss."""
         key = (existing, new)
         cached = self._cache.get(key)
         if cached is not None:
@@ -141,7 +145,7 @@ class CrossEncoderVerifier:
         cached = self._cache.get((existing, new))
         if cached is not None:
             return cached
-        return await asyncio.to_thread(self.probability, existing, new)
+        return await asyncio.to_thread(self._scored, existing, new)
 
     def judge(
         self, existing: str, new: str, similarity: float, *, reworded: bool = False
