@@ -285,8 +285,8 @@ def both_orders(
     return [(f + b) / 2 for f, b in zip(forward, backward, strict=True)]
 
 
-def prepare(args: argparse.Namespace) -> dict[str, Any]:
-    """Training and dev pairs as plain data (what `--prepared` reads back)."""
+def _examples(args: argparse.Namespace) -> tuple[list[Example], list[Example], dict[str, Any]]:
+    """Training pairs, dev pairs and what the training pairs hold, read here."""
     examples, stats = training_examples(
         args.synth,
         args.datasets_dir,
@@ -294,10 +294,16 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
         stsb=not args.no_stsb,
         seed=args.seed,
     )
+    return examples, dev_examples(), stats
+
+
+def prepare(args: argparse.Namespace) -> dict[str, Any]:
+    """Training and dev pairs as plain data (what `--prepared` reads back)."""
+    examples, dev, stats = _examples(args)
     return {
         "stats": stats,
         "examples": [[e.a, e.b, e.label, e.source] for e in examples],
-        "dev": [[e.a, e.b, e.label, e.source] for e in dev_examples()],
+        "dev": [[e.a, e.b, e.label, e.source] for e in dev],
     }
 
 
@@ -475,13 +481,7 @@ def train(args: argparse.Namespace) -> Path:
     mean (knowledge distillation: one model's cost at inference, closer to the
     ensemble's judgement than any one seed)."""
     log = Log(args.out_dir / "train.log")
-    if args.prepared:
-        examples, dev, stats = _load_prepared(args.prepared)
-    else:
-        data = prepare(args)
-        examples = [Example(a, b, float(y), source) for a, b, y, source in data["examples"]]
-        dev = [Example(a, b, float(y), source) for a, b, y, source in data["dev"]]
-        stats = data["stats"]
+    examples, dev, stats = _load_prepared(args.prepared) if args.prepared else _examples(args)
     log(f"training data: {json.dumps(stats)}")
     if not args.teachers:
         return fit(args, examples, dev, seed=args.seed, out_dir=args.out_dir)
