@@ -50,12 +50,12 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Any, Final
 
 from consumer.domain.guards import alternate_period
-from consumer.domain.units import CURRENCY_WORDS, is_unit_word
+from consumer.domain.units import CURRENCY_WORDS, frequencies, is_unit_word
 from consumer.domain.vetoes import GuardName, GuardVeto
 
 if TYPE_CHECKING:  # spaCy is imported lazily: loading it costs a few hundred ms.
@@ -133,6 +133,9 @@ class Word:
     # A verb its clause sets against another ("though they eat fish", "but
     # stopped"): an exception or a change, not an elaboration.
     contrast: bool = False
+    # Part of a count or an amount per period ("twice a year", "$38/month"): left
+    # out when both texts have one, as the numbers guard compared them.
+    in_rate: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,6 +356,7 @@ _WISH_AUXILIARIES: Final = frozenset({"would", "'d", "\u2019d"})
 def _words(doc: Doc) -> AlignedText:
     words = []
     cleft = _cleft(doc)
+    in_rates = _frequency_tokens(doc)
     for token in doc:
         if _is_quantity(token):
             continue  # the numbers guard compares amounts, with their units
@@ -407,6 +411,7 @@ def _words(doc: Doc) -> AlignedText:
                 negated_verb=_negated_verb(token),
                 durative=verb and _durative(token),
                 contrast=verb and _contrasted(token),
+                in_rate=token.i in in_rates,
             )
         )
     prepositions = frozenset(
@@ -456,6 +461,17 @@ def _quantifiers(doc: Doc) -> frozenset[str]:
 
 
 _FRACTION_WORDS: Final = frozenset({"half", "quarter", "third"})
+
+
+def _frequency_tokens(doc: Doc) -> frozenset[int]:
+    """The tokens of a count or an amount per period ("twice a year", "every 6
+    months", "$38/month", "quarterly")."""
+    spans = [f.span for f in frequencies(doc.text)]
+    if not spans:
+        return frozenset()
+    return frozenset(
+        t.i for t in doc if any(start <= t.idx and t.idx + len(t) <= end for start, end in spans)
+    )
 
 
 def _quantified_unit(token: Token) -> bool:
@@ -830,6 +846,11 @@ def _veto(kind: str, detail: str) -> GuardVeto:
 
 def align(a: AlignedText, b: AlignedText) -> Alignment:
     """Judge `b` (new) against `a` (existing)."""
+    if any(w.in_rate for w in a.words) and any(w.in_rate for w in b.words):
+        # "every 6 months" / "twice a year": the numbers guard, which runs first,
+        # compared the rates per one unit.
+        a = replace(a, words=tuple(w for w in a.words if not w.in_rate))
+        b = replace(b, words=tuple(w for w in b.words if not w.in_rate))
     matched, left, right = _pairs(a, b)
     veto = _judge(matched, left, right)
     if veto is None:

@@ -23,9 +23,11 @@ from typing import Final
 __all__ = [
     "CURRENCY_SYMBOLS",
     "CURRENCY_WORDS",
+    "Frequency",
     "UnitAmount",
     "UnitReading",
     "currencies",
+    "frequencies",
     "is_unit_word",
     "may_have_rate_of_one",
     "read_units",
@@ -293,6 +295,109 @@ def unit_amounts(text: str) -> list[UnitAmount]:
     halves, spans = _and_a_half(text)
     found = (_amount(m) for m in pattern.finditer(text) if not spans or _outside(m, spans))
     return halves + [amount for amount in found if amount is not None]
+
+
+# --- frequencies ---
+
+# A period a count or an amount is given per: "twice a year", "5x/week", "$38/month",
+# "every 6 months", "quarterly". A quarter is a period only here ("a quarter of an
+# hour" is an amount).
+_PERIODS: Final[dict[str, tuple[str, Fraction]]] = {
+    **{name: _UNITS[name] for name in ("hour", "hours", "hr", "hrs", "day", "days")},
+    **{name: _UNITS[name] for name in ("week", "weeks", "wk", "wks", "fortnight", "fortnights")},
+    **{name: _UNITS[name] for name in ("month", "months", "mo", "mos", "year", "years", "yr")},
+    "quarter": ("months", Fraction(3)),
+    "quarters": ("months", Fraction(3)),
+}
+_PERIOD_ADVERBS: Final[dict[str, str]] = {**_RATE_ADVERBS, "quarterly": "quarter"}
+_TIMES_WORDS: Final[dict[str, int]] = {"once": 1, "twice": 2, "thrice": 3}
+_PERIOD_NAMES: Final = "|".join(sorted(map(re.escape, _PERIODS), key=len, reverse=True))
+_COUNT: Final = rf"(?P<num>{_NUMBER})|(?P<word>{_WORD_NUMBER})"
+# Ordered: a count per period ("3 times a week", "5x/week", "twice a year"), an
+# amount per period ("$38/month", "$40 per month", "40 EUR a month"), a period
+# with "every" ("every 6 months", "every other week"), an adverb ("quarterly").
+_FREQUENCY_RE: Final = re.compile(
+    rf"(?<![\w.,])(?:(?:{_COUNT})\s*(?:x|\u00d7|times)|(?P<times>once|twice|thrice))"
+    rf"\s*(?:(?:a|an|per|each|every|/)\s*(?P<per_count>{_PERIOD_NAMES})"
+    rf"|(?P<count_adverb>{'|'.join(_PERIOD_ADVERBS)}))(?![\w])"
+    rf"|(?<![\w.,])(?P<amount>(?:[$€£]\s?)?(?P<value>{_NUMBER})(?P<kilo>[kK])?"
+    rf"(?:\s?(?:[A-Z]{{3}}|dollars?|euros?|pounds?|bucks))?)"
+    rf"\s*(?:/|\s(?:a|an|per|each)\s)\s*(?P<per_amount>{_PERIOD_NAMES})(?![\w])"
+    rf"|(?<![\w.,-])every\s+(?:(?P<other>other)|(?P<every_num>{_NUMBER})|(?P<every_word>"
+    rf"{_WORD_NUMBER}))?\s*(?P<per_every>{_PERIOD_NAMES})(?![\w])"
+    rf"|(?<![\w.,-])(?P<adverb>{'|'.join(_PERIOD_ADVERBS)})(?![\w])",
+    re.IGNORECASE,
+)
+_FREQUENCY_HINT_RE: Final = re.compile(
+    rf"(?:\b(?:every|once|twice|thrice|times|{'|'.join(_PERIOD_ADVERBS)})\b|/\s*(?:{_PERIOD_NAMES})\b"
+    rf"|\d\s*x\b|\b(?:a|an|per|each)\s+(?:{_PERIOD_NAMES})\b)",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Frequency:
+    """How often (`kind` "count": events) or how much (`kind` "amount": the number
+    of an amount) per base unit of `dimension`, exact: "every 6 months" and
+    "twice a year" are both a count of 1/6 a month; and where it was written."""
+
+    kind: str
+    value: Fraction
+    dimension: str
+    span: tuple[int, int]
+
+
+def _period(name: str) -> tuple[str, Fraction] | None:
+    return _PERIODS.get(name) or _PERIODS.get(name.lower())
+
+
+def _frequency(match: re.Match[str]) -> Frequency | None:
+    if match.group("per_count") is not None or match.group("count_adverb") is not None:
+        times = match.group("times")
+        if times is not None:
+            count = Fraction(_TIMES_WORDS[times.lower()])
+        elif match.group("num") is not None:
+            count = Fraction(match.group("num").replace(",", ""))
+        else:
+            count = _word_value(match.group("word"))
+        name = match.group("per_count") or _PERIOD_ADVERBS[match.group("count_adverb").lower()]
+        kind, every = "count", Fraction(1)
+    elif match.group("per_amount") is not None:
+        if not re.search(r"[$€£A-Za-z]", match.group("amount")):
+            return None  # "3/week" is a count or a date; only a named amount here
+        count = Fraction(match.group("value").replace(",", ""))
+        count *= 1000 if match.group("kilo") else 1
+        kind, name, every = "amount", match.group("per_amount"), Fraction(1)
+    elif match.group("per_every") is not None:
+        if match.group("other") is not None:
+            every = Fraction(2)
+        elif match.group("every_num") is not None:
+            every = Fraction(match.group("every_num").replace(",", ""))
+        elif match.group("every_word") is not None:
+            every = _word_value(match.group("every_word"))
+        else:
+            every = Fraction(1)
+        kind, name, count = "count", match.group("per_every"), Fraction(1)
+    else:
+        kind, name, count, every = (
+            "count",
+            _PERIOD_ADVERBS[match.group("adverb").lower()],
+            Fraction(1),
+            Fraction(1),
+        )
+    period = _period(name)
+    if period is None or every == 0:
+        return None
+    dimension, factor = period
+    return Frequency(kind, count / (every * factor), dimension, match.span())
+
+
+def frequencies(text: str) -> tuple[Frequency, ...]:
+    """Every count or amount per period in `text`, per base unit (see `Frequency`)."""
+    if _FREQUENCY_HINT_RE.search(text) is None:
+        return ()
+    found = (_frequency(match) for match in _FREQUENCY_RE.finditer(text))
+    return tuple(f for f in found if f is not None)
 
 
 # --- currencies ---

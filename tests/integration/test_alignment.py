@@ -258,3 +258,29 @@ async def test_traded_alternatives_and_roles_and_an_ended_plan_are_kept_apart_ty
     assert_kept_apart(decisions, "u3", from_="t3", guard="negation")
     assert_folded(decisions, "u4", into="t4")
     assert_folded(decisions, "u5", into="t5")
+
+
+RATES_STORED = [
+    event("r1", "Flushes the water heater every 6 months"),
+    event("r2", "Car insurance with Geico, $52/month"),
+    event("r3", "Climbing gym 3x a week after work"),
+]
+RATES = [
+    # The same rate per one unit, written another way.
+    event("q1", "Flushes the water heater twice a year"),
+    event("q2", "Car insurance with Geico costs $624 a year"),
+    # The same numbers per another period.
+    event("q3", "Climbing gym 3x a month after work"),
+    event("q4", "Car insurance with Geico, $52/quarter"),
+]
+
+
+async def test_equal_rates_written_otherwise_are_folded_and_changed_periods_kept_apart(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(settings, real_embedder, RATES_STORED, RATES)
+    assert_folded(decisions, "q1", into="r1")
+    assert_folded(decisions, "q2", into="r2")
+    assert_kept_apart(decisions, "q3", from_="r3", guard="numbers")
+    assert_kept_apart(decisions, "q4", from_="r2", guard="numbers")

@@ -159,7 +159,7 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         # "the last 14 days" places the fact in time ("last 14 days" alone is the verb)
         ("User ran every day for the last 14 days.", "User ran every day.", "time_change"),
         # a unit with no amount is a word like any other
-        ("User swims every week.", "User swims every day.", "value_change"),
+        ("User swims every week.", "User swims every morning.", "value_change"),
         # opposed prepositions on one word, though their object is a quantity
         ("The bakery opens before eight.", "The bakery opens after eight.", "role_change"),
         ("The bakery opens before eight.", "The bakery opens before 8.", None),
@@ -216,6 +216,10 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         # ... not when the object's text names a doer, nor for a passive's subject
         ("User walks their dog at 6:30 every morning.", "Dog walk 6:30am daily", None),
         ("The loyalists had camped by the river.", "The loyalists were camped by the river.", None),
+        # rates on both sides are the numbers guard's ("every 6 months" = "twice a
+        # year"); a rate on one side only is a word like any other
+        ("Descales the kettle every 6 months.", "Descales the kettle twice a year.", None),
+        ("Descales the kettle every month.", "Descales the kettle every morning.", "value_change"),
     ],
 )
 def test_a_changed_fact_is_vetoed_with_its_kind(

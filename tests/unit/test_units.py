@@ -3,10 +3,18 @@ and what the numbers guard makes of them. Sentences are written for these tests.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 
 from consumer.domain.guards import GuardName, check_pair
-from consumer.domain.units import currencies, read_units, same_currencies, unit_amounts
+from consumer.domain.units import (
+    currencies,
+    frequencies,
+    read_units,
+    same_currencies,
+    unit_amounts,
+)
 
 
 @pytest.mark.parametrize(
@@ -240,3 +248,59 @@ def test_currency_detail_names_the_currencies() -> None:
     codes = check_pair("The fee is 100 USD.", "The fee is 100 CAD.")
     assert codes is not None
     assert codes.detail == "currency differs: {'usd'} vs {'cad'}"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # (kind, value per base unit, dimension): a day is 1,440 minutes
+        ("Dentist every 6 months", [("count", Fraction(1, 6), "months")]),
+        ("Sees the dentist twice a year", [("count", Fraction(1, 6), "months")]),
+        ("Runs 5x/week", [("count", Fraction(5, 7 * 1440), "minutes")]),
+        ("Runs three times weekly", [("count", Fraction(3, 7 * 1440), "minutes")]),
+        ("Waters the ferns every other day", [("count", Fraction(1, 2 * 1440), "minutes")]),
+        ("Rent is reviewed quarterly", [("count", Fraction(1, 3), "months")]),
+        ("Insurance is $38/month", [("amount", Fraction(38), "months")]),
+        ("Insurance is $456 a year", [("amount", Fraction(38), "months")]),
+        ("Salary 120k per year", [("amount", Fraction(10_000), "months")]),
+        # a bare "3/week" may be a date or a score: no amount is named
+        ("Gym 3/week", []),
+        ("Meets every Monday", []),
+        ("Lives in Porto", []),
+    ],
+)
+def test_frequencies_per_base_unit(text: str, expected: list[tuple[str, Fraction, str]]) -> None:
+    assert [(f.kind, f.value, f.dimension) for f in frequencies(text)] == expected
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        ("Dentist cleaning every 6 months", "Dentist cleaning twice a year"),
+        ("Runs 5x/week", "Runs 5 times a week"),
+        ("Standup 3x a week at 9:30", "Standup three times a week at 9:30"),
+        ("Home insurance costs $38 a month", "Home insurance costs $456 a year"),
+        ("Waters the plants every other day", "Waters the plants every two days"),
+    ],
+)
+def test_equal_frequencies_written_otherwise_pass(existing: str, new: str) -> None:
+    assert check_pair(existing, new) is None
+    assert check_pair(new, existing) is None
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        ("Home insurance with Lemonade, $38/month", "Home insurance with Lemonade, $38/quarter"),
+        ("Pays $1,200 rent monthly", "Pays $1,200 rent quarterly"),
+        ("Dentist cleaning every 6 months", "Dentist cleaning once a year"),
+        ("Runs 5x/week", "Runs 5x/month"),
+        ("Standup 3x a week at 9:30", "Standup three times a week at 10:30"),
+        ("Home insurance costs $38 a month", "Home insurance costs $38 a year"),
+    ],
+)
+def test_changed_frequencies_veto(existing: str, new: str) -> None:
+    for a, b in ((existing, new), (new, existing)):
+        veto = check_pair(a, b)
+        assert veto is not None
+        assert veto.guard is GuardName.NUMBERS

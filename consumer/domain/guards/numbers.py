@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import lru_cache
 from typing import Final
 
@@ -35,7 +36,9 @@ from consumer.domain.guards.text import _MAX_DETAIL, _SENTINEL
 from consumer.domain.units import (
     CURRENCY_SYMBOLS,
     CURRENCY_WORDS,
+    Frequency,
     currencies,
+    frequencies,
     is_unit_word,
     may_have_rate_of_one,
     read_units,
@@ -506,7 +509,56 @@ def _numbers_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
     ("Black/isort/Flake8") are read one by one;
     "no cats" / "zero cats" vetoes.
     """
-    return _amounts_veto(qa, qb) or _rates_veto(qa, qb) or _currency_veto(qa, qb)
+    return (
+        _amounts_veto(qa, qb)
+        or _rates_veto(qa, qb)
+        or _frequency_veto(qa, qb)
+        or _currency_veto(qa, qb)
+    )
+
+
+def _by_period(found: Iterable[Frequency]) -> dict[tuple[str, str], frozenset[Fraction]]:
+    grouped: dict[tuple[str, str], set[Fraction]] = {}
+    for frequency in found:
+        grouped.setdefault((frequency.kind, frequency.dimension), set()).add(frequency.value)
+    return {key: frozenset(values) for key, values in grouped.items()}
+
+
+def _frequency_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
+    """Counts or amounts per period that differ once per one base unit: "$38/month"
+    / "$38/quarter", "3x a week" / "3x a month" (the numbers are the same, the
+    periods not). Only what both texts give per the same kind of period counts: a
+    rate on one side only is no difference."""
+    a, b = _by_period(frequencies(qa.text)), _by_period(frequencies(qb.text))
+    for key in a.keys() & b.keys():
+        if a[key].isdisjoint(b[key]):
+            detail = f"rates differ: {_rate_words(a[key], key)} vs {_rate_words(b[key], key)}"
+            return GuardVeto(GuardName.NUMBERS, detail[:_MAX_DETAIL])
+    return None
+
+
+def _rate_words(values: Iterable[Fraction], key: tuple[str, str]) -> str:
+    unit = {"minutes": "day", "months": "month"}.get(key[1], key[1])
+    scale = 1440 if key[1] == "minutes" else 1
+    return _format_values(f"{float(v * scale):g}/{unit}" for v in values)
+
+
+def _same_frequencies(qa: _Quantities, qb: _Quantities) -> bool:
+    """Whether the texts give the same counts or amounts per period, written
+    another way ("every 6 months" / "twice a year", "5x/week" / "5 times a
+    week", "$456 a year" / "$38 a month"), and the same quantities besides."""
+    found_a, found_b = frequencies(qa.text), frequencies(qb.text)
+    if not found_a or not found_b or _by_period(found_a) != _by_period(found_b):
+        return False
+    rest_a, rest_b = _quantities(_blank(qa.text, found_a)), _quantities(_blank(qb.text, found_b))
+    return rest_a.in_units == rest_b.in_units
+
+
+def _blank(text: str, found: Sequence[Frequency]) -> str:
+    for frequency in sorted(found, key=lambda f: f.span, reverse=True):
+        start, end = frequency.span
+        text = text[:start] + " " + text[end:]
+    return text
 
 
 def _amounts_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
@@ -527,6 +579,8 @@ def _amounts_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
             return None
     if _same_with_rates(qa, qb):
         return None  # "every year" / "every 12 months"
+    if _same_frequencies(qa, qb):
+        return None  # "every 6 months" / "twice a year"
     if _spelled_out(a - b, qb.text) and _spelled_out(b - a, qa.text):
         return None  # "k8s" / "Kubernetes", "e2e tests" / "end-to-end tests"
     if _kilo_as_km(qa, qb) or _kilo_as_km(qb, qa):
@@ -605,6 +659,8 @@ def _rates_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
     rates_a, rates_b = qa.rates, qb.rates
     if not rates_a or not rates_b or rates_a <= rates_b or rates_b <= rates_a:
         return None
+    if _same_frequencies(qa, qb):
+        return None  # "$38 a month" / "$456 a year"
     detail = f"rates differ: per {_format_values(rates_a)} vs per {_format_values(rates_b)}"
     return GuardVeto(GuardName.NUMBERS, detail[:_MAX_DETAIL])
 
