@@ -23,16 +23,16 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 STORED = [
     event("s1", "User works remotely from home."),
     event("s2", "User likes hiking in the Alps."),
-    event("s3", "User's Flying Blue status is Silver."),
+    event("s3", "User's frequent flyer status with Flying Blue is Silver."),
 ]
 FOLLOW_UP = [
-    # Same fact, cosine about 0.63 (below the 0.77 merge threshold); P(same) ~0.9.
+    # Same fact, cosine about 0.63 (below the 0.77 merge threshold); P(same) ~0.72.
     event("p1", "The user's job is fully remote."),
     # Another activity, cosine about 0.86 (merge band); no guard, alignment or
     # local verifier veto; P(same) ~0.04.
     event("p2", "User likes skiing in the Alps."),
     # A note of the stored sentence, every word of it in the sentence: cosine about
-    # 0.74, P(same) ~0.43, rescued from the contained cut (0.40), not the plain 0.70.
+    # 0.70, P(same) ~0.55, rescued from the contained cut (0.40), not the plain 0.70.
     event("p3", "Flying Blue: Silver"),
 ]
 

@@ -430,9 +430,11 @@ def test_a_score_does_not_depend_on_the_pairs_scored_beside_it(
     together = scorer.probabilities(pairs)
     alone = [scorer.probabilities([pair])[0] for pair in pairs]
     assert together == alone
-    # In one padded batch, the int8 model's dynamic quantization would blur them.
+    # In one padded batch the int8 model's dynamic quantization moves them (by 0.10
+    # for the second pair with the shipped model): why the scorer runs one pair at
+    # a time.
     batched = OnnxPairScorer.load(batch_size=2)
-    assert batched.probabilities(pairs) == pytest.approx(alone, abs=0.05)
+    assert batched.probabilities(pairs) != alone
 
 
 async def test_only_the_best_rescue_candidate_is_asked(
