@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Final
 
 __all__ = [
@@ -392,6 +393,7 @@ def _frequency(match: re.Match[str]) -> Frequency | None:
     return Frequency(kind, count / (every * factor), dimension, match.span())
 
 
+@lru_cache(maxsize=4096)  # asked per pair by the numbers guard and per parse
 def frequencies(text: str) -> tuple[Frequency, ...]:
     """Every count or amount per period in `text`, per base unit (see `Frequency`)."""
     if _FREQUENCY_HINT_RE.search(text) is None:
