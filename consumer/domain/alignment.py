@@ -136,6 +136,9 @@ class Word:
     # Part of a count or an amount per period ("twice a year", "$38/month"): left
     # out when both texts have one, as the numbers guard compared them.
     in_rate: bool = False
+    # A verb told as done: a past tense, or a past participle with no auxiliary
+    # ("Submitted the draft", "deposit paid"; not "must be submitted").
+    done: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -412,6 +415,7 @@ def _words(doc: Doc) -> AlignedText:
                 durative=verb and _durative(token),
                 contrast=verb and _contrasted(token),
                 in_rate=token.i in in_rates,
+                done=verb and _told_as_done(token),
             )
         )
     prepositions = frozenset(
@@ -852,7 +856,7 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         a = replace(a, words=tuple(w for w in a.words if not w.in_rate))
         b = replace(b, words=tuple(w for w in b.words if not w.in_rate))
     matched, left, right = _pairs(a, b)
-    veto = _judge(matched, left, right)
+    veto = _judge(matched, left, right) or _due_and_done(left, right)
     if veto is None:
         veto = _root_tense(a, b, matched)
     if veto is None:
@@ -1033,6 +1037,24 @@ def _group_or_person(a: AlignedText, b: AlignedText) -> GuardVeto | None:
         return _veto("value_change", f"how much of the group: {shown}")
     if a.genders and b.genders and a.genders.isdisjoint(b.genders):
         return _veto("role_change", "a third person of another gender")
+    return None
+
+
+def _told_as_done(token: Token) -> bool:
+    if any(c.dep_ in {"aux", "auxpass"} for c in token.children):
+        return False
+    return token.tag_ == "VBD" or (token.tag_ == "VBN" and token.dep_ in {"ROOT", "acl", "amod"})
+
+
+def _due_and_done(left: Sequence[Word], right: Sequence[Word]) -> GuardVeto | None:
+    """ "due" on one side only, and on the other a verb only it has told as done:
+    a deadline against the act ("Thesis draft due by March 1" / "Submitted the
+    thesis draft on March 1", "deposit due" / "deposit paid")."""
+    for due, done in ((left, right), (right, left)):
+        if any(w.key == "due" and w.pos == "ADJ" for w in due):
+            acts = [w.key for w in done if w.done]
+            if acts:
+                return _veto("time_change", f"'due' vs '{acts[0]}' done")
     return None
 
 

@@ -273,6 +273,8 @@ RATES = [
     event("q3", "Climbing gym 3x a month after work"),
     event("q4", "Car insurance with Geico, $52/quarter"),
 ]
+DUE_STORED = [event("d1", "Venue deposit of $2,000 due Friday")]
+DONE = [event("e1", "Venue deposit of $2,000 paid Friday")]
 
 
 async def test_equal_rates_written_otherwise_are_folded_and_changed_periods_kept_apart(
@@ -284,3 +286,11 @@ async def test_equal_rates_written_otherwise_are_folded_and_changed_periods_kept
     assert_folded(decisions, "q2", into="r2")
     assert_kept_apart(decisions, "q3", from_="r3", guard="numbers")
     assert_kept_apart(decisions, "q4", from_="r2", guard="numbers")
+
+
+async def test_a_deadline_and_the_act_done_are_kept_apart(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(settings, real_embedder, DUE_STORED, DONE)
+    assert_kept_apart(decisions, "e1", from_="d1", guard="alignment")

@@ -220,6 +220,14 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         # year"); a rate on one side only is a word like any other
         ("Descales the kettle every 6 months.", "Descales the kettle twice a year.", None),
         ("Descales the kettle every month.", "Descales the kettle every morning.", "value_change"),
+        # a deadline against the act told as done; not against what must be done
+        ("Rent is due on the 1st.", "Paid the rent on the 1st.", "time_change"),
+        (
+            "Venue deposit of $2,000 due Friday",
+            "Venue deposit of $2,000 paid Friday",
+            "time_change",
+        ),
+        ("The report is due Friday.", "The report must be submitted by Friday.", None),
     ],
 )
 def test_a_changed_fact_is_vetoed_with_its_kind(
