@@ -547,10 +547,17 @@ def _same_frequencies(qa: _Quantities, qb: _Quantities) -> bool:
     """Whether the texts give the same counts or amounts per period, written
     another way ("every 6 months" / "twice a year", "5x/week" / "5 times a
     week", "$456 a year" / "$38 a month"), and the same quantities besides."""
-    found_a, found_b = frequencies(qa.text), frequencies(qb.text)
+    return _same_frequencies_in(qa.text, qb.text)
+
+
+# Cached: a pair whose amounts and rates of one unit both differ asks it twice
+# (`_amounts_veto`, then `_rates_veto`).
+@lru_cache(maxsize=1024)
+def _same_frequencies_in(text_a: str, text_b: str) -> bool:
+    found_a, found_b = frequencies(text_a), frequencies(text_b)
     if not found_a or not found_b or _by_period(found_a) != _by_period(found_b):
         return False
-    rest_a, rest_b = _quantities(_blank(qa.text, found_a)), _quantities(_blank(qb.text, found_b))
+    rest_a, rest_b = _quantities(_blank(text_a, found_a)), _quantities(_blank(text_b, found_b))
     return rest_a.in_units == rest_b.in_units
 
 
