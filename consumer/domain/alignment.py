@@ -139,6 +139,9 @@ class Word:
     # A verb told as done: a past tense, or a past participle with no auxiliary
     # ("Submitted the draft", "deposit paid"; not "must be submitted").
     done: bool = False
+    # A verb told as a thing to do: a bare form heading its sentence with no
+    # auxiliary ("pay via Direct Pay", "call the plumber").
+    todo: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -416,6 +419,7 @@ def _words(doc: Doc) -> AlignedText:
                 contrast=verb and _contrasted(token),
                 in_rate=token.i in in_rates,
                 done=verb and _told_as_done(token),
+                todo=verb and _told_as_todo(token),
             )
         )
     prepositions = frozenset(
@@ -1046,6 +1050,14 @@ def _told_as_done(token: Token) -> bool:
     return token.tag_ == "VBD" or (token.tag_ == "VBN" and token.dep_ in {"ROOT", "acl", "amod"})
 
 
+def _told_as_todo(token: Token) -> bool:
+    if token.tag_ != "VB" or token.dep_ != "ROOT":
+        return False
+    # Not "nsubj": the parse often takes a note's topic for the subject ("tax estimate
+    # due Sept 15; pay via ...").
+    return not any(c.dep_ in {"aux", "auxpass"} for c in token.children)
+
+
 def _due_and_done(left: Sequence[Word], right: Sequence[Word]) -> GuardVeto | None:
     """ "due" on one side only, and on the other a verb only it has told as done:
     a deadline against the act ("Thesis draft due by March 1" / "Submitted the
@@ -1108,6 +1120,9 @@ def _judge(
                 and not _perfect_and_past(x, y)
             ):
                 return _veto("time_change", f"'{x.key}': {x.tense} vs {y.tense}")
+            # "pay via Direct Pay" / "paid via Direct Pay": a task against the act done.
+            if (x.todo and y.done) or (y.todo and x.done):
+                return _veto("time_change", f"'{x.key}': to do vs done")
     for x, y in matched:
         a, b = x.particle.lstrip("~"), y.particle.lstrip("~")
         # "turned on" / "turned off": a particle is part of the verb's meaning.

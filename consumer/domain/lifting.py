@@ -85,9 +85,10 @@ def guard_veto_after_alignment(
 
 
 # Words that set one alternative against another ("Postgres instead of MongoDB",
-# "tea rather than coffee", "taller than Ben"): the order of the two is the fact,
-# and the parser often reads them as a plain list, whose order it ignores.
-_ALTERNATIVES: Final = re.compile(r"\b(?:instead|rather|than|versus|vs)\b", re.IGNORECASE)
+# "tea rather than coffee", "taller than Ben", "chose Postgres over MongoDB"): the
+# order of the two is the fact, and the parser often reads them as a plain list,
+# whose order it ignores, or misreads one ("Postgres" as an adverb).
+_ALTERNATIVES: Final = re.compile(r"\b(?:instead|rather|than|versus|vs|over)\b", re.IGNORECASE)
 
 
 def order_lifted(

@@ -273,8 +273,14 @@ RATES = [
     event("q3", "Climbing gym 3x a month after work"),
     event("q4", "Car insurance with Geico, $52/quarter"),
 ]
-DUE_STORED = [event("d1", "Venue deposit of $2,000 due Friday")]
-DONE = [event("e1", "Venue deposit of $2,000 paid Friday")]
+DUE_STORED = [
+    event("d1", "Venue deposit of $2,000 due Friday"),
+    event("d2", "Renew passport before the March trip"),
+]
+DONE = [
+    event("e1", "Venue deposit of $2,000 paid Friday"),
+    event("e2", "Renewed passport before the March trip"),
+]
 
 
 async def test_equal_rates_written_otherwise_are_folded_and_changed_periods_kept_apart(
@@ -288,9 +294,24 @@ async def test_equal_rates_written_otherwise_are_folded_and_changed_periods_kept
     assert_kept_apart(decisions, "q4", from_="r2", guard="numbers")
 
 
-async def test_a_deadline_and_the_act_done_are_kept_apart(
+CHOSEN_STORED = [event("c1", "Team chose PostgreSQL over MongoDB for the billing service.")]
+CHOSEN_SWAPPED = [event("c2", "Team chose MongoDB over PostgreSQL for the billing service.")]
+
+
+async def test_one_alternative_chosen_over_another_is_not_the_reverse_choice(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    # The parser reads "PostgreSQL" as an adverb, so the alignment alone found the
+    # pair equivalent and it was skipped.
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(settings, real_embedder, CHOSEN_STORED, CHOSEN_SWAPPED)
+    assert_kept_apart(decisions, "c2", from_="c1", guard="word_order")
+
+
+async def test_a_deadline_or_a_task_and_the_act_done_are_kept_apart(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
     decisions = await decide_after_stored(settings, real_embedder, DUE_STORED, DONE)
     assert_kept_apart(decisions, "e1", from_="d1", guard="alignment")
+    assert_kept_apart(decisions, "e2", from_="d2", guard="alignment")

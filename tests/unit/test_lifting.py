@@ -75,6 +75,11 @@ def test_the_verifier_reads_a_rearranged_sentence_as_no_word_order_veto(
             "Decided to use MongoDB instead of Postgres for the analytics store",
         ),
         ("User would rather hike than cycle.", "User would rather cycle than hike."),
+        # the parser reads "PostgreSQL" as an adverb of "chose"
+        (
+            "Team chose PostgreSQL over MongoDB for the billing service.",
+            "Team chose MongoDB over PostgreSQL for the billing service.",
+        ),
     ],
 )
 def test_alternatives_set_against_each_other_keep_the_word_order_veto(
