@@ -91,7 +91,7 @@ _OBJECT_DEPS: Final = frozenset({"dobj", "nsubjpass", "iobj", "obj"})
 # ("began painting", "finished saving").
 _FRAME_VERBS: Final = frozenset(
     {"use", "plan", "want", "hope", "intend", "consider", "try", "stop", "quit", "start",
-     "begin", "finish", "resume", "suppose"}
+     "begin", "finish", "resume", "suppose", "offer"}
 )  # fmt: skip
 
 
@@ -418,8 +418,8 @@ def _words(doc: Doc) -> AlignedText:
                 durative=verb and _durative(token),
                 contrast=verb and _contrasted(token),
                 in_rate=token.i in in_rates,
-                done=verb and _told_as_done(token),
-                todo=verb and _told_as_todo(token),
+                done=verb and _told_as_done(_framing(token)),
+                todo=verb and _told_as_todo(_framing(token)),
             )
         )
     prepositions = frozenset(
@@ -1050,6 +1050,14 @@ def _told_as_done(token: Token) -> bool:
     return token.tag_ == "VBD" or (token.tag_ == "VBN" and token.dep_ in {"ROOT", "acl", "amod"})
 
 
+def _framing(token: Token) -> Token:
+    """The frame verb that tells `token` ("Stopped" of "Stopped taking aspirin"),
+    else `token` itself: the frame carries whether the act is done or to do."""
+    if token.dep_ in {"xcomp", "ccomp"} and _is_frame_verb(token.head):
+        return token.head
+    return token
+
+
 def _told_as_todo(token: Token) -> bool:
     if token.tag_ != "VB" or token.dep_ != "ROOT":
         return False
@@ -1223,7 +1231,7 @@ _MAX_SWAP: Final = 2
 # "wants a Tesla"). Not "need": a need is often the fact itself ("needs an oil
 # change" / "is due for an oil change").
 _IRREALIS_VERBS: Final = frozenset(
-    {"want", "wish", "hope", "plan", "intend", "consider", "expect", "aim"}
+    {"want", "wish", "hope", "plan", "intend", "consider", "expect", "aim", "offer"}
 )
 _MODIFIER_DEPS: Final = frozenset({"amod", "compound", "nmod", "nummod", "advmod"})
 # Modifiers that place a fact in time: one on one side only changes when it holds.

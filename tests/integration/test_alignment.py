@@ -294,6 +294,18 @@ async def test_equal_rates_written_otherwise_are_folded_and_changed_periods_kept
     assert_kept_apart(decisions, "q4", from_="r2", guard="numbers")
 
 
+FACTS_STORED = [event("f1", "Dana walks the dog on Sundays.")]
+OFFERS = [event("o1", "Dana has offered to walk the dog on Sundays.")]
+
+
+async def test_an_offer_is_kept_apart_from_the_fact(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(settings, real_embedder, FACTS_STORED, OFFERS)
+    assert_kept_apart(decisions, "o1", from_="f1", guard="alignment")
+
+
 CHOSEN_STORED = [event("c1", "Team chose PostgreSQL over MongoDB for the billing service.")]
 CHOSEN_SWAPPED = [event("c2", "Team chose MongoDB over PostgreSQL for the billing service.")]
 

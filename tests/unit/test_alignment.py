@@ -232,6 +232,15 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ("Call the plumber about the leak", "Called the plumber about the leak", "time_change"),
         ("Renew passport before March", "Renewed passport before March", "time_change"),
         ("Pay rent via bank transfer", "Pays rent via bank transfer", None),
+        # the frame verb tells whether the act is done or to do
+        ("Start stretching before each run", "Started stretching before each run", "time_change"),
+        # an offer is not the fact
+        (
+            "Dana walks the dog on Sundays.",
+            "Dana has offered to walk the dog on Sundays.",
+            "time_change",
+        ),
+        ("Gets a company car.", "Was offered a company car.", "time_change"),
     ],
 )
 def test_a_changed_fact_is_vetoed_with_its_kind(
