@@ -54,7 +54,7 @@ from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Any, Final
 
-from consumer.domain.guards import alternate_period
+from consumer.domain.guards import alternate_period, spoken_clock
 from consumer.domain.units import CURRENCY_WORDS, frequencies, is_unit_word
 from consumer.domain.vetoes import GuardName, GuardVeto
 
@@ -512,7 +512,21 @@ def _is_quantity(token: Token) -> bool:
         or _quantified_unit(token)
         or _meridiem(token)
         or _every_other(token)
+        or _spoken_clock(token)
     )
+
+
+def _spoken_clock(token: Token) -> bool:
+    """ "half" and "past" of "half past ten", "quarter" and "to" of "a quarter to
+    five": part of the time the numbers guard compares (`spoken_clock`)."""
+    doc = token.doc
+    for start in (token.i - 1, token.i):
+        if start < 0 or start + 2 >= len(doc):
+            continue
+        fraction, link, hour = doc[start], doc[start + 1], doc[start + 2]
+        if spoken_clock(fraction.text, link.text) and hour.like_num:
+            return True
+    return False
 
 
 def _every_other(token: Token) -> bool:

@@ -294,6 +294,25 @@ async def test_equal_rates_written_otherwise_are_folded_and_changed_periods_kept
     assert_kept_apart(decisions, "q4", from_="r2", guard="numbers")
 
 
+CLOCK_STORED = [
+    event("k1", "Piano lesson on Thursday at 4:30 PM."),
+    event("k2", "The school run leaves at 8:00 am."),
+]
+SPOKEN_CLOCK = [
+    event("s1", "Piano lesson: Thursday, half past four in the afternoon."),
+    event("s2", "The school run leaves at a quarter past eight in the morning."),
+]
+
+
+async def test_a_spoken_time_is_read_with_its_minutes(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(settings, real_embedder, CLOCK_STORED, SPOKEN_CLOCK)
+    assert_folded(decisions, "s1", into="k1")
+    assert_kept_apart(decisions, "s2", from_="k2", guard="numbers")
+
+
 FACTS_STORED = [event("f1", "Dana walks the dog on Sundays.")]
 OFFERS = [event("o1", "Dana has offered to walk the dog on Sundays.")]
 

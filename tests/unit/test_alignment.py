@@ -241,6 +241,12 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
             "time_change",
         ),
         ("Gets a company car.", "Was offered a company car.", "time_change"),
+        # "past" of a spoken time is part of the time, no past of the fact
+        (
+            "Piano lesson on Thursday at 4:30 PM.",
+            "Piano lesson: Thursday, half past four in the afternoon.",
+            None,
+        ),
     ],
 )
 def test_a_changed_fact_is_vetoed_with_its_kind(

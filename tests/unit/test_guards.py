@@ -87,6 +87,9 @@ NUMBERS_VETO = [
     ("Backups run at two in the morning", "Backups run at 2 pm"),
     ("User gets home at seven o'clock in the evening", "User gets home at 7 am"),
     ("The shop opens from eight in the morning", "The shop opens from 8 pm"),
+    # a spoken hour's minutes count
+    ("Standup is at 9:00 am", "Standup is at half past nine in the morning"),
+    ("Pickup at 4:15 pm", "Pickup at a quarter to four in the afternoon"),
 ]
 
 NUMBERS_PASS = [
@@ -122,6 +125,10 @@ NUMBERS_PASS = [
     ("User goes to bed at 10pm", "User goes to bed at ten at night"),
     ("User gets home at 7 pm", "User gets home at seven o'clock in the evening"),
     ("Standup is at 9:00", "Standup is at nine o'clock"),
+    ("Standup is at 9:30 am", "Standup is at half past nine in the morning"),
+    ("Pickup at 4:15 pm", "Pickup at a quarter past four in the afternoon"),
+    ("The call is at 4:45 PM", "The call is at a quarter to five in the afternoon"),
+    ("Lights out at 12:45 am", "Lights out at a quarter to one in the morning"),
     ("User has 3 cats", "User has three cats"),
     ("User has two cats", "User has 2 cats"),
     ("User has a dog", "User has one dog"),

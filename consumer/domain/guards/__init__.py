@@ -39,7 +39,7 @@ from consumer.domain.guards.checks import (
     quantities_may_trade,
     text_signals,
 )
-from consumer.domain.guards.numbers import alternate_period
+from consumer.domain.guards.numbers import alternate_period, spoken_clock
 from consumer.domain.vetoes import GuardName, GuardVeto, related_kind
 
 __all__ = [
@@ -54,5 +54,6 @@ __all__ = [
     "pair_signals",
     "quantities_may_trade",
     "related_kind",
+    "spoken_clock",
     "text_signals",
 ]

@@ -386,13 +386,41 @@ def _word_clock(hour: int, lows: Sequence[str], i: int) -> str:
     """The time a spelled hour names when the words from `i` say it is one: "two
     pm", "two in the morning" (= "2 am"), "ten at night", "seven o'clock", "seven
     o'clock in the evening"; "" when they do not ("two in the team")."""
+    spoken = _past_or_to(lows, i - 1)
+    minute = 0
+    if spoken is not None:
+        shift, minute = spoken
+        hour = (hour + shift - 1) % 12 + 1  # "a quarter to one": 12:45
     if lows[i] in ("am", "pm"):
-        return _twelve_hour(hour, 0, lows[i] == "pm")
+        return _twelve_hour(hour, minute, lows[i] == "pm")
     start = i + 1 if lows[i] == "o'clock" else i
     for words, pm in _HALVES_OF_THE_DAY.items():
         if tuple(lows[start : start + len(words)]) == words:
-            return _twelve_hour(hour, 0, pm)
+            return _twelve_hour(hour, minute, pm)
+    if spoken is not None:
+        return _clock(hour, minute)  # "half past nine" names a time of its own
     return _clock(hour, 0) if lows[i] == "o'clock" else ""
+
+
+# "half past nine" = 9:30, "a quarter past four" = 4:15, "a quarter to five" = 4:45:
+# (hour shift, minutes) by the two words before the hour.
+_PAST_OR_TO: Final[dict[tuple[str, str], tuple[int, int]]] = {
+    ("half", "past"): (0, 30),
+    ("quarter", "past"): (0, 15),
+    ("quarter", "to"): (-1, 45),
+}
+
+
+def spoken_clock(fraction: str, link: str) -> bool:
+    """Whether `fraction` and `link` tell minutes of a spoken hour that follows
+    them ("half past", "quarter to")."""
+    return (fraction.lower(), link.lower()) in _PAST_OR_TO
+
+
+def _past_or_to(lows: Sequence[str], hour_at: int) -> tuple[int, int] | None:
+    if hour_at < 2:
+        return None
+    return _PAST_OR_TO.get((lows[hour_at - 2], lows[hour_at - 1]))
 
 
 _EVERY_OTHER_WEEK: Final = frozenset({"fortnightly", "biweekly"})
