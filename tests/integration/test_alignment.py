@@ -297,20 +297,23 @@ async def test_equal_rates_written_otherwise_are_folded_and_changed_periods_kept
 CLOCK_STORED = [
     event("k1", "Piano lesson on Thursday at 4:30 PM."),
     event("k2", "The school run leaves at 8:00 am."),
+    event("k3", "Dentist for both kids on Monday 18 November at 4:15 PM."),
 ]
 SPOKEN_CLOCK = [
     event("s1", "Piano lesson: Thursday, half past four in the afternoon."),
     event("s2", "The school run leaves at a quarter past eight in the morning."),
+    event("s3", "Kids' dentist: Mon 18/11, 16:15."),
 ]
 
 
-async def test_a_spoken_time_is_read_with_its_minutes(
+async def test_spoken_times_and_dates_in_figures_are_read_as_such(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
     decisions = await decide_after_stored(settings, real_embedder, CLOCK_STORED, SPOKEN_CLOCK)
     assert_folded(decisions, "s1", into="k1")
     assert_kept_apart(decisions, "s2", from_="k2", guard="numbers")
+    assert_folded(decisions, "s3", into="k3")
 
 
 FACTS_STORED = [event("f1", "Dana walks the dog on Sundays.")]

@@ -90,6 +90,9 @@ NUMBERS_VETO = [
     # a spoken hour's minutes count
     ("Standup is at 9:00 am", "Standup is at half past nine in the morning"),
     ("Pickup at 4:15 pm", "Pickup at a quarter to four in the afternoon"),
+    # a day and month in figures is that date, in either order
+    ("The party is on 14/06", "The party is on June 15"),
+    ("The party is on 12/25", "The party is on November 25"),
 ]
 
 NUMBERS_PASS = [
@@ -129,6 +132,9 @@ NUMBERS_PASS = [
     ("Pickup at 4:15 pm", "Pickup at a quarter past four in the afternoon"),
     ("The call is at 4:45 PM", "The call is at a quarter to five in the afternoon"),
     ("Lights out at 12:45 am", "Lights out at a quarter to one in the morning"),
+    ("Anniversary is June 14", "Anniversary: 14/06"),
+    ("The party is on 12/25", "The party is on December 25"),
+    ("Swim lessons every Wednesday at 5 PM", "Swim lessons Weds 17:00"),
     ("User has 3 cats", "User has three cats"),
     ("User has two cats", "User has 2 cats"),
     ("User has a dog", "User has one dog"),

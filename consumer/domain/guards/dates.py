@@ -28,6 +28,8 @@ _OCLOCK_RE: Final = re.compile(r"(?<![\w:.])(\d{1,2})\s*o'?clock\b", re.IGNORECA
 # "2026-08-09" and "06/2027": a date, spelled as the word pass spells one.
 _ISO_DATE_RE: Final = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})")
 _MONTH_YEAR_RE: Final = re.compile(r"(\d{1,2})/(\d{4})")
+_DAY_AND_MONTH_RE: Final = re.compile(r"(\d{1,2})/(\d{1,2})")
+_NOT_DATES: Final = frozenset({"24/7"})  # "around the clock"
 _MONTH_NAMES: Final = (
     "january", "february", "march", "april", "may", "june", "july", "august",
     "september", "october", "november", "december",
@@ -45,7 +47,7 @@ _MONTHS: Final = frozenset(
      "october", "november", "december"}
 )  # fmt: skip
 _ABBREVIATIONS: Final[dict[str, str]] = {
-    "mon": "monday", "tue": "tuesday", "tues": "tuesday", "wed": "wednesday",
+    "mon": "monday", "tue": "tuesday", "tues": "tuesday", "wed": "wednesday", "weds": "wednesday",
     "thu": "thursday", "thur": "thursday", "thurs": "thursday", "fri": "friday",
     "sat": "saturday", "sun": "sunday", "jan": "january", "feb": "february",
     "mar": "march", "apr": "april", "jun": "june", "jul": "july", "aug": "august",
@@ -89,7 +91,9 @@ def _range_start(match: re.Match[str]) -> str:
 
 def _date_parts(token: str) -> list[str]:
     """A numeric date as its parts, as "9 August 2026" gives them: year, month
-    name, day ("2026-08-09"); month and year ("06/2027"). Empty for anything else."""
+    name, day ("2026-08-09"); month and year ("06/2027"); day and month where only
+    one order is a date ("14/06", "12/25"; not "03/04", nor "60/40"). Empty for
+    anything else."""
     iso = _ISO_DATE_RE.fullmatch(token)
     if iso:
         year, month, day = (int(part) for part in iso.groups())
@@ -100,6 +104,13 @@ def _date_parts(token: str) -> list[str]:
         month, year = int(month_year.group(1)), int(month_year.group(2))
         if 1 <= month <= 12:
             return [_MONTH_NAMES[month - 1], str(year)]
+    day_and_month = _DAY_AND_MONTH_RE.fullmatch(token)
+    if day_and_month and token not in _NOT_DATES:
+        first, second = int(day_and_month.group(1)), int(day_and_month.group(2))
+        if 12 < first <= 31 and 1 <= second <= 12:
+            return [_MONTH_NAMES[second - 1], str(first)]
+        if 12 < second <= 31 and 1 <= first <= 12:
+            return [_MONTH_NAMES[first - 1], str(second)]
     return []
 
 
