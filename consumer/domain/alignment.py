@@ -265,6 +265,8 @@ def _frame_verb(token: Token) -> str:
     lemma = token.lemma_.lower()
     if lemma == "suppose":
         return "should"  # "is supposed to visit" = "should visit"
+    if lemma == "think" and _framed_by_preposition(token) is not None:
+        return "consider"  # "is thinking of cancelling" = "is considering cancelling"
     if lemma in _FRAME_VERBS:
         return lemma
     low = token.text.lower()
@@ -274,6 +276,20 @@ def _frame_verb(token: Token) -> str:
 def _written_form_of(low: str, verb: str) -> bool:
     """ "hopes", "planned", "hoping" (the "e" dropped) are forms of `verb`."""
     return low.startswith(verb) or (verb.endswith("e") and low.startswith(verb[:-1] + "ing"))
+
+
+_FRAMING_PREPOSITIONS: Final = frozenset({"of", "about"})
+
+
+def _framed_by_preposition(token: Token) -> Token | None:
+    """The verb `token` governs through "of" / "about" ("cancelling" of "thinking
+    of cancelling"), else None."""
+    for child in token.children:
+        if child.dep_ == "prep" and child.lower_ in _FRAMING_PREPOSITIONS:
+            verb = next((c for c in child.children if c.dep_ == "pcomp"), None)
+            if verb is not None and verb.pos_ == "VERB":
+                return verb
+    return None
 
 
 def _is_frame_verb(token: Token) -> bool:
@@ -287,10 +303,10 @@ def _frames_a_clause(token: Token) -> bool:
 def _frame(token: Token) -> str:
     """A modal or frame verb that governs `token` ("used to live", "plans to
     visit", "would like", "can drive")."""
-    head = token.head
-    if token.dep_ in {"xcomp", "ccomp"} and _is_frame_verb(head):
+    head = _framing(token)
+    if head != token:
         return _frame_verb(head)
-    if token.dep_ == "xcomp" and head.lemma_.lower() in _OBLIGATION_HEADS:
+    if token.dep_ == "xcomp" and token.head.lemma_.lower() in _OBLIGATION_HEADS:
         return "must"  # "has to renew", "needs to renew" = "must renew"
     if token.dep_ == "advcl":
         return ""  # "so they can sleep": a purpose, not the fact's modality
@@ -390,7 +406,10 @@ def _words(doc: Doc) -> AlignedText:
             if pos == "ADV" and token.dep_ == "neg":
                 continue
         frame_verb = _is_frame_verb(token)
-        if frame_verb and any(c.dep_ in {"xcomp", "ccomp"} for c in token.children):
+        if frame_verb and (
+            any(c.dep_ in {"xcomp", "ccomp"} for c in token.children)
+            or _framed_by_preposition(token) is not None
+        ):
             continue  # a frame ("used to", "plans to") is judged through its verb
         # A verb that reports or frames the clause it governs ("says they like",
         # "..., they mentioned") states no fact of its own: aligned, never unmatched.
@@ -1069,6 +1088,10 @@ def _framing(token: Token) -> Token:
     else `token` itself: the frame carries whether the act is done or to do."""
     if token.dep_ in {"xcomp", "ccomp"} and _is_frame_verb(token.head):
         return token.head
+    if token.dep_ == "pcomp" and token.head.dep_ == "prep":
+        verb = token.head.head
+        if _framed_by_preposition(verb) == token and _is_frame_verb(verb):
+            return verb
     return token
 
 

@@ -316,16 +316,23 @@ async def test_spoken_times_and_dates_in_figures_are_read_as_such(
     assert_folded(decisions, "s3", into="k3")
 
 
-FACTS_STORED = [event("f1", "Dana walks the dog on Sundays.")]
-OFFERS = [event("o1", "Dana has offered to walk the dog on Sundays.")]
+FACTS_STORED = [
+    event("f1", "Dana walks the dog on Sundays."),
+    event("f2", "We cancelled the gym membership to save money."),
+]
+OFFERS = [
+    event("o1", "Dana has offered to walk the dog on Sundays."),
+    event("o2", "We're thinking of cancelling the gym membership to save money."),
+]
 
 
-async def test_an_offer_is_kept_apart_from_the_fact(
+async def test_an_offer_or_a_thought_is_kept_apart_from_the_fact(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
     decisions = await decide_after_stored(settings, real_embedder, FACTS_STORED, OFFERS)
     assert_kept_apart(decisions, "o1", from_="f1", guard="alignment")
+    assert_kept_apart(decisions, "o2", from_="f2", guard="alignment")
 
 
 CHOSEN_STORED = [event("c1", "Team chose PostgreSQL over MongoDB for the billing service.")]

@@ -241,6 +241,9 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
             "time_change",
         ),
         ("Gets a company car.", "Was offered a company car.", "time_change"),
+        # "thinking of / about" doing is considering it
+        ("User is thinking of selling the car.", "User sold the car.", "time_change"),
+        ("User is thinking of moving to Lisbon.", "User is considering moving to Lisbon.", None),
         # "past" of a spoken time is part of the time, no past of the fact
         (
             "Piano lesson on Thursday at 4:30 PM.",
