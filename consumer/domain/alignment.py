@@ -369,7 +369,22 @@ def _key(token: Token) -> str:
     lemma = token.lemma_.lower()
     if lemma in {"like", "love"} and any(c.lower_ in _WISH_AUXILIARIES for c in token.children):
         return "want"  # "would like a dog", "'d love a garden": a wish
-    return lemma
+    return _FAMILY_WORDS.get(lemma, lemma)
+
+
+# Family words of everyday speech and their standard form ("my mom" / "the user's
+# mother"): one person, as "I" and "the user" are.
+_FAMILY_WORDS: Final = {
+    "mom": "mother", "mum": "mother", "mommy": "mother", "mummy": "mother",
+    "mama": "mother", "dad": "father", "daddy": "father", "papa": "father",
+    "grandma": "grandmother", "granny": "grandmother", "grandpa": "grandfather",
+    "granddad": "grandfather", "kid": "child",
+}  # fmt: skip
+_KIN: Final = frozenset(
+    {"mother", "father", "grandmother", "grandfather", "child", "son", "daughter",
+     "grandson", "granddaughter", "brother", "sister", "aunt", "uncle", "niece", "nephew",
+     "cousin", "husband", "wife", "parent", "grandparent", "sibling"}
+)  # fmt: skip
 
 
 _WISH_AUXILIARIES: Final = frozenset({"would", "'d", "\u2019d"})
@@ -789,6 +804,8 @@ def _identical(a: Word, b: Word) -> bool:
 
 
 def _variant(a: Word, b: Word) -> bool:
+    if a.key in _KIN and b.key in _KIN:
+        return False  # "grandmother" / "grandfather" are two people, not two spellings
     # Verbs are written out, even in notes: "go" is no abbreviation of "grow".
     verbs = a.pos == b.pos == "VERB"
     abbreviation = _abbreviates(a.key, b.key) or _abbreviates(b.key, a.key)

@@ -316,6 +316,19 @@ async def test_spoken_times_and_dates_in_figures_are_read_as_such(
     assert_folded(decisions, "s3", into="k3")
 
 
+FAMILY_STORED = [event("m1", "User's mother has type 2 diabetes.")]
+FAMILY = [event("m2", "My mom has type 2 diabetes.")]
+
+
+async def test_everyday_family_words_are_one_person(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(settings, real_embedder, FAMILY_STORED, FAMILY)
+    # Word for word the same fact once the words are read: skipped.
+    assert_folded(decisions, "m2", into="m1", outcomes=("skipped",))
+
+
 FACTS_STORED = [
     event("f1", "Dana walks the dog on Sundays."),
     event("f2", "We cancelled the gym membership to save money."),

@@ -241,6 +241,9 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
             "time_change",
         ),
         ("Gets a company car.", "Was offered a company car.", "time_change"),
+        # everyday family words are their standard form
+        ("My dad plays golf on Sundays.", "User's father plays golf on Sundays.", None),
+        ("Grandma Rosa lives in Oaxaca.", "Grandpa Rosa lives in Oaxaca.", "value_change"),
         # "thinking of / about" doing is considering it
         ("User is thinking of selling the car.", "User sold the car.", "time_change"),
         ("User is thinking of moving to Lisbon.", "User is considering moving to Lisbon.", None),
