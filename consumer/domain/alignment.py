@@ -300,12 +300,11 @@ def _frames_a_clause(token: Token) -> bool:
     return token.dep_ == "parataxis" or any(c.dep_ == "ccomp" for c in token.children)
 
 
-def _frame(token: Token) -> str:
+def _frame(token: Token, framing: Token) -> str:
     """A modal or frame verb that governs `token` ("used to live", "plans to
-    visit", "would like", "can drive")."""
-    head = _framing(token)
-    if head != token:
-        return _frame_verb(head)
+    visit", "would like", "can drive"); `framing` is `_framing(token)`."""
+    if framing != token:
+        return _frame_verb(framing)
     if token.dep_ == "xcomp" and token.head.lemma_.lower() in _OBLIGATION_HEADS:
         return "must"  # "has to renew", "needs to renew" = "must renew"
     if token.dep_ == "advcl":
@@ -430,6 +429,8 @@ def _words(doc: Doc) -> AlignedText:
         # "..., they mentioned") states no fact of its own: aligned, never unmatched.
         framing = verb and not frame_verb and _frames_a_clause(token)
         light = light_verb or framing
+        # The frame verb over this one ("Stopped" of "Stopped taking"), else itself.
+        framed_by = _framing(token) if verb else token
         words.append(
             Word(
                 index=token.i,
@@ -441,7 +442,7 @@ def _words(doc: Doc) -> AlignedText:
                 role=_role(token),
                 negated=_negated(token),
                 tense=_tense(token) if verb else "",
-                frame=_frame(token) if verb else "",
+                frame=_frame(token, framed_by) if verb else "",
                 light=light,
                 bare_present=verb and _takes_bare_present(token),
                 particle=_particle(token) if verb else "",
@@ -452,8 +453,8 @@ def _words(doc: Doc) -> AlignedText:
                 durative=verb and _durative(token),
                 contrast=verb and _contrasted(token),
                 in_rate=token.i in in_rates,
-                done=verb and _told_as_done(_framing(token)),
-                todo=verb and _told_as_todo(_framing(token)),
+                done=verb and _told_as_done(framed_by),
+                todo=verb and _told_as_todo(framed_by),
             )
         )
     prepositions = frozenset(
@@ -1094,8 +1095,12 @@ def _group_or_person(a: AlignedText, b: AlignedText) -> GuardVeto | None:
     return None
 
 
+def _has_auxiliary(token: Token) -> bool:
+    return any(c.dep_ in {"aux", "auxpass"} for c in token.children)
+
+
 def _told_as_done(token: Token) -> bool:
-    if any(c.dep_ in {"aux", "auxpass"} for c in token.children):
+    if _has_auxiliary(token):
         return False
     return token.tag_ == "VBD" or (token.tag_ == "VBN" and token.dep_ in {"ROOT", "acl", "amod"})
 
@@ -1117,7 +1122,7 @@ def _told_as_todo(token: Token) -> bool:
         return False
     # Not "nsubj": the parse often takes a note's topic for the subject ("tax estimate
     # due Sept 15; pay via ...").
-    return not any(c.dep_ in {"aux", "auxpass"} for c in token.children)
+    return not _has_auxiliary(token)
 
 
 def _due_and_done(left: Sequence[Word], right: Sequence[Word]) -> GuardVeto | None:
