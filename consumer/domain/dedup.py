@@ -203,7 +203,7 @@ class DedupEngine:
         await self._embed_pending(partition, state)
         to_embed = needing_embedding(candidates, stored, cached)
         await self._embed_and_search(partition, to_embed, state, ahead)
-        await self._vetter.prime(candidates, state, self._policy.bands_for)
+        await self._vetter.prime(candidates, state)
 
         for candidate in candidates:
             plan.outcomes.append(await self._decide_one(partition, candidate, cached, state))

@@ -7,7 +7,7 @@ rescue one just below the merge band (consumer.domain.cross_verifier)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -194,60 +194,7 @@ class MatchVetter:
             return True
         return await self._cross_encoder_veto(memory, candidate, alignment) is not None
 
-    async def prime(
-        self,
-        candidates: Sequence[Candidate],
-        state: BatchState,
-        bands_for: Callable[[str], Bands],
-    ) -> None:
-        """Parse the texts the alignment will judge and score the pair the
-        cross-encoder will most likely be asked about, side by side in two worker
-        threads: each is one candidate's own wait, so the two overlap on two cores
-        instead of adding up (`_prime_parses`, `_prime_cross_encoder`)."""
-        await asyncio.gather(
-            self._prime_parses(candidates, state),
-            self._prime_cross_encoder(candidates, state, bands_for),
-        )
-
-    async def _prime_cross_encoder(
-        self,
-        candidates: Sequence[Candidate],
-        state: BatchState,
-        bands_for: Callable[[str], Bands],
-    ) -> None:
-        """Score each candidate's best stored neighbour that reaches a band or
-        its rescue band, unless a reviewer's separation or a guard the parse
-        cannot lift keeps them apart (then the model is not asked first). The
-        model runs one pair at a time, so a primed score is the score the
-        decision would compute itself."""
-        if self._cross_encoder is None:
-            return
-        pairs: list[tuple[str, str]] = []
-        for candidate in candidates:
-            bands = bands_for(candidate.event.namespace)
-            found = state.neighbours.get(candidate.event.event_id, [])
-            for match in sorted(found, key=lambda m: -m.score):
-                memory = state.current(match.memory_id) or match.memory
-                if memory is None:
-                    continue
-                reaches_band = bands.classify(match.score)[0] is not Decision.ACCEPTED
-                if not reaches_band and not bands.in_rescue_band(match.score):
-                    break
-                if self._reviewed_veto(candidate, memory) is None and self._may_pass_guards(
-                    memory.content, candidate.event.content
-                ):
-                    pairs.append((memory.content, candidate.event.content))
-                break
-        if pairs:
-            await asyncio.to_thread(self._cross_encoder.prime, pairs)
-
-    def _may_pass_guards(self, existing: str, new: str) -> bool:
-        if not self._guards:
-            return True
-        veto = check_pair(existing, new)
-        return veto is None or (self._aligner is not None and may_be_lifted(veto, existing, new))
-
-    async def _prime_parses(self, candidates: Sequence[Candidate], state: BatchState) -> None:
+    async def prime(self, candidates: Sequence[Candidate], state: BatchState) -> None:
         """Parse, in one batch, the texts of every candidate whose stored neighbour
         reaches a band, and those neighbours' texts: the pairs the alignment will
         judge (a later in-batch match is parsed when it comes)."""

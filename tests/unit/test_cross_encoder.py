@@ -492,38 +492,3 @@ async def test_texts_spelled_alike_skip_the_model_off_the_event_loop_too() -> No
     )
     assert await verifier.probability_async("Hates cilantro", "hates cilatro") == 1.0
     assert scorer.calls == []
-
-
-async def test_a_batch_asks_the_model_once_for_each_candidates_likely_pair(
-    store: MemoryStore, embedder: FakeEmbedder
-) -> None:
-    # Scored together before any decision (beside the parses): the band match, the
-    # rescue candidate; not the pair a guard keeps apart, which the model never sees.
-    band, vetoed = "Bees are kept by the user.", "User keeps 12 bees."
-    embedder.set(STORED, base_vector())
-    embedder.set(band, unit_vector(0.85, axis=1))
-    embedder.set(vetoed, unit_vector(0.85, axis=2))
-    embedder.set(PARAPHRASE, unit_vector(0.6, axis=3))
-    scorer = FakeScorer({(STORED, PARAPHRASE): 0.9})
-    engine = DedupEngine(
-        store=store,
-        embedder=embedder,
-        policy=ThresholdPolicy(default=RESCUE_BANDS),
-        recent=RecentCache(ttl_s=300, max_entries=1000),
-        cross_encoder=CrossEncoderVerifier(scorer, veto_below=0.07, rescue_from=0.70),
-        clock=lambda: FIXED_NOW,
-    )
-    plan = await engine.decide(0, [make_candidate(event_id="e0", content=STORED, offset=0)])
-    await store.write(0, list(plan.writes.values()), [])
-    engine.commit(plan)
-    batch = [
-        make_candidate(event_id=f"e{i}", content=text, offset=i)
-        for i, text in enumerate((band, vetoed, PARAPHRASE), start=1)
-    ]
-    plan = await engine.decide(0, batch)
-    assert [o.decision for o in plan.outcomes] == [
-        Decision.MERGED,
-        Decision.ACCEPTED,
-        Decision.MERGED,
-    ]
-    assert scorer.calls == [[(STORED, band), (STORED, PARAPHRASE)]]
