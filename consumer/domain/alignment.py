@@ -905,17 +905,20 @@ def _veto(kind: str, detail: str) -> GuardVeto:
 
 def align(a: AlignedText, b: AlignedText) -> Alignment:
     """Judge `b` (new) against `a` (existing)."""
+    per_what = _per_what_changed(a, b)
     if any(w.in_rate for w in a.words) and any(w.in_rate for w in b.words):
         # "every 6 months" / "twice a year": the numbers guard, which runs first,
         # compared the rates per one unit.
         a = replace(a, words=tuple(w for w in a.words if not w.in_rate))
         b = replace(b, words=tuple(w for w in b.words if not w.in_rate))
     matched, left, right = _pairs(a, b)
-    veto = _judge(matched, left, right) or _due_and_done(left, right)
+    veto = per_what or _judge(matched, left, right) or _due_and_done(left, right)
     if veto is None:
         veto = _root_tense(a, b, matched)
     if veto is None:
         veto = _opposed_prepositions(a, b) or _group_or_person(a, b) or _exception(a, b)
+    if veto is None:
+        veto = _copula_owner_traded(a, b) or _preposition_object_made_doer(a, b, matched)
     # Equivalent: every word matched, every participant in the same role, and every
     # word attached where its partner is (the same words in another order can say
     # another thing: "walks fast and talks slowly" / "walks slowly and talks fast",
@@ -1070,6 +1073,80 @@ def _opposed_prepositions(a: AlignedText, b: AlignedText) -> GuardVeto | None:
             ):
                 return _veto("role_change", f"'{head}': {preposition} vs {other}")
     return None
+
+
+def _per_what_changed(a: AlignedText, b: AlignedText) -> GuardVeto | None:
+    """What an amount is per, where one text's is a period and the other's is
+    not: "charges £15 per visit" / "£15 per day". The numbers guard reads only
+    the rate per period, and the alignment leaves a rate's words out where both
+    texts have one, so neither would see that the amount now counts per
+    something else."""
+    for x in a.words:
+        for y in b.words:
+            if (
+                x.role == y.role == "prep:per"
+                and x.anchor == y.anchor
+                and x.key != y.key
+                and x.in_rate != y.in_rate
+            ):
+                return _veto("value_change", f"per '{x.key}' vs per '{y.key}'")
+    return None
+
+
+def _copula_owner_traded(a: AlignedText, b: AlignedText) -> GuardVeto | None:
+    """The subject of "be" and the owner of what it is trade places: "I'm my
+    grandmother's caregiver" / "My grandmother is my caregiver". Not "Priya is
+    my manager" / "My manager is Priya", where the owner stays the same."""
+    sides = [_copula_parts(text) for text in (a, b)]
+    (subjects_a, owners_a, attributes_a), (subjects_b, owners_b, attributes_b) = sides
+    shared = attributes_a & attributes_b
+    if not shared:
+        return None
+    for first in sorted(subjects_a & owners_b):
+        for second in sorted(owners_a & subjects_b):
+            if first != second:
+                return _veto(
+                    "role_change",
+                    f"'{min(shared)}': '{first}' of '{second}' vs '{second}' of '{first}'",
+                )
+    return None
+
+
+def _copula_parts(text: AlignedText) -> tuple[set[str], set[str], set[str]]:
+    """The keys of the subjects of "be", of what it says they are, and of the
+    owners of those ("my grandmother" of "is my grandmother's caregiver")."""
+    attributes = {w.key for w in text.words if w.dep == "attr" and w.head_key == "be"}
+    subjects = {w.key for w in text.words if w.dep == "nsubj" and w.head_key == "be"}
+    owners = {w.key for w in text.words if w.role == "poss" and w.head_key in attributes}
+    return subjects, owners, attributes
+
+
+def _preposition_object_made_doer(
+    a: AlignedText, b: AlignedText, matched: Sequence[tuple[Word, Word]]
+) -> GuardVeto | None:
+    """A participant introduced by a preposition in one text does what that word
+    says in the other, where another participant now takes the preposition:
+    "Reports to Priya" / "Priya reports to the user", "Borrowed money from Ana" /
+    "Ana borrowed money from the user". Not for prepositions that say the same
+    either way round ("works with Ana" / "Ana works with the user")."""
+    for x, y in matched:
+        for one, other, other_text in ((x, y, b), (y, x, a)):
+            preposition = one.role.removeprefix("prep:")
+            if one.role == preposition or preposition in _SYMMETRIC_PREPOSITIONS:
+                continue
+            verb = one.place[1]
+            if other.place != ("subj", verb):
+                continue
+            taken = any(w.place == one.place and w.key != other.key for w in other_text.words)
+            if taken:
+                return _veto("role_change", f"'{verb}': '{one.key}' {preposition} vs doing it")
+    return None
+
+
+# Prepositions whose two participants may trade places with no change of fact.
+_SYMMETRIC_PREPOSITIONS: Final = frozenset(
+    {"with", "against", "alongside", "beside", "near", "between", "among", "like", "as"}
+)
 
 
 def _exception(a: AlignedText, b: AlignedText) -> GuardVeto | None:

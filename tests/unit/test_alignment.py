@@ -86,6 +86,26 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
             "role_change",
         ),
         ("Ana approved the budget.", "Ana's manager approved the budget.", "role_change"),
+        # the subject of "be" and the owner of what it is trade places
+        ("I'm my uncle's driver.", "My uncle is my driver.", "role_change"),
+        ("Teodor is Mira's tutor.", "Mira is Teodor's tutor.", "role_change"),
+        # ... not where the owner stays ("X is Y" and "Y is X" say one thing)
+        ("Teodor is my tutor.", "My tutor is Teodor.", None),
+        # one introduced by a preposition does it in the other, another takes its place
+        (
+            "Sends weekly reports to Halvard.",
+            "Halvard sends weekly reports to the user.",
+            "role_change",
+        ),
+        (
+            "Gets monthly invoices from Odile.",
+            "Odile gets monthly invoices from the user.",
+            "role_change",
+        ),
+        # ... not where either way round says the same
+        ("Plays chess with Ruben on Sundays.", "Ruben plays chess with the user on Sundays.", None),
+        # an amount per something that is no period, then per a period
+        ("The tutor charges $40 per lesson.", "The tutor charges $40 per hour.", "value_change"),
         # ... but one doer may stand for the other, or share the verb with it
         ("User's partner, Ilse, walks the dog.", "Ilse, the user's partner, walks the dog.", None),
         (
