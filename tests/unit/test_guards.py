@@ -93,6 +93,14 @@ NUMBERS_VETO = [
     # a day and month in figures is that date, in either order
     ("The party is on 14/06", "The party is on June 15"),
     ("The party is on 12/25", "The party is on November 25"),
+    # a decade, a year after a month, a code with a space: each its own value
+    ("User loves 90s hip-hop.", "User loves 80s hip-hop."),
+    ("Grew up in the '90s.", "Grew up in the 1980s."),
+    ("Moved to Leeds in Jan '24.", "Moved to Leeds in January 2025."),
+    ("Booked flight LH 904 to Munich", "Booked flight LH 906 to Munich"),
+    # ... and what only looks like one stays what it is
+    ("Holds a plank for 90s.", "Holds a plank for 90 minutes."),
+    ("Report due to the CFO 26 Sep", "Report due to the CFO on 27 September"),
 ]
 
 NUMBERS_PASS = [
@@ -133,6 +141,13 @@ NUMBERS_PASS = [
     ("The call is at 4:45 PM", "The call is at a quarter to five in the afternoon"),
     ("Lights out at 12:45 am", "Lights out at a quarter to one in the morning"),
     ("Anniversary is June 14", "Anniversary: 14/06"),
+    ("User loves 90s hip-hop.", "User is a fan of 1990s hip-hop."),
+    ("Grew up in the '80s.", "Grew up in the 1980s."),
+    ("Moved to Leeds in Jan '24.", "Moved to Leeds in January 2024."),
+    ("Booked flight LH 904 to Munich", "Booked flight LH904 to Munich"),
+    ("Contributes 6% to a 401(k)", "Puts 6% into a 401k"),
+    ("Tennis with Ola every Sunday morning", "Tennis w/ Ola: Sun AM"),
+    ("Vet visit before the August trip", "Vet visit before Aug trip"),
     ("The party is on 12/25", "The party is on December 25"),
     ("Swim lessons every Wednesday at 5 PM", "Swim lessons Weds 17:00"),
     ("User has 3 cats", "User has three cats"),

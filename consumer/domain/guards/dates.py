@@ -54,14 +54,20 @@ _ABBREVIATIONS: Final[dict[str, str]] = {
     "sep": "september", "sept": "september", "oct": "october", "nov": "november",
     "dec": "december",
 }  # fmt: skip
-_AMBIGUOUS_ABBREVIATIONS: Final = frozenset({"jan", "mar", "sat", "sun", "aug"})
-_DATE_CUES: Final = frozenset({"every", "each", "on", "next", "last", "this", "until", "by"})
+_AMBIGUOUS_ABBREVIATIONS: Final = frozenset({"jan", "mar", "sat", "sun"})
+_DATE_CUES: Final = frozenset(
+    {"every", "each", "on", "next", "last", "this", "until", "by", "before", "after"}
+)
+# A part of the day after a weekday: "Sun AM", "Sat pm".
+_DAY_HALVES: Final = frozenset({"am", "pm", "a.m", "p.m", "morning", "evening", "night"})
 # "may" is a month only in a date-like context ("in May", "May 3", mid-sentence "May").
 _MAY_CONTEXT: Final = frozenset(
     {"in", "of", "since", "until", "till", "by", "early", "late", "mid", "next", "last",
      "this", "during", "from", "before", "after", "through", "end", "start"}
 )  # fmt: skip
 _DAYPART_TIMES: Final[dict[str, str]] = {"noon": "12:00", "midday": "12:00", "midnight": "00:00"}
+_CALENDAR_NAMES: Final = frozenset({*_WEEKDAYS, *_MONTHS})
+_WEEKDAY_ABBREVIATIONS: Final = frozenset(k for k, v in _ABBREVIATIONS.items() if v in _WEEKDAYS)
 
 
 def _clock(hour: int, minute: int) -> str:
@@ -134,8 +140,15 @@ def _calendar_word(words: Sequence[str], lows: Sequence[str], i: int) -> str:
             return "may"
         return ""
     # "Wed", "Oct" are dates wherever they stand; "Jan", "Mar", "Sat", "Sun" also
-    # name people and things, so only beside a number or after "every", "on", ...
-    dated = low not in _AMBIGUOUS_ABBREVIATIONS or _SENTINEL in (prev, nxt) or prev in _DATE_CUES
+    # name people and things, so only beside a number, after "every", "on", ...,
+    # before a part of the day ("Sun AM") or beside another calendar word ("Sat/Sun").
+    dated = (
+        low not in _AMBIGUOUS_ABBREVIATIONS
+        or _SENTINEL in (prev, nxt)
+        or prev in _DATE_CUES
+        or (low in _WEEKDAY_ABBREVIATIONS and nxt in _DAY_HALVES)
+        or any(_ABBREVIATIONS.get(n, n) in _CALENDAR_NAMES for n in (prev, nxt))
+    )
     if low in _ABBREVIATIONS and words[i][0].isupper() and dated:
         return _ABBREVIATIONS[low]
     return ""

@@ -201,6 +201,8 @@ def _unit_hint(text: str) -> bool:
 
 
 def _quantities(text: str) -> _Quantities:
+    if _HAS_DIGIT_RE.search(text):
+        text = _one_spelling(text)
     raw, words, mentions = _read_quantities(text)
     amounts = unit_amounts(text) if raw or _unit_hint(text) else []
     named = any(symbol in text for symbol in CURRENCY_SYMBOLS) or not words.isdisjoint(
@@ -304,6 +306,7 @@ def _read_quantities(text: str) -> tuple[frozenset[str], frozenset[str], int]:
     if "quarter" in rest.lower():
         rest = _QUARTER_RE.sub(quarter, rest)
     if _HAS_DIGIT_RE.search(rest):
+        rest = _one_spelling(rest)
         rest = _TIME_12_RE.sub(time12, rest)
         rest = _TIME_DAYPART_RE.sub(daypart, rest)
         rest = _TIME_24_RE.sub(time24, rest)
@@ -317,6 +320,85 @@ def _read_quantities(text: str) -> tuple[frozenset[str], frozenset[str], int]:
     if not _QUANTITY_VOCABULARY.isdisjoint(lows | {low.removesuffix("'s") for low in lows}):
         found.extend(_word_quantities(words))
     return frozenset(found), lows, len(found)
+
+
+# "the '90s", "90s music" (not "in her 90s", "a plank for 90s"); "Jan '25";
+# "UA 857"; "401(k)".
+_DECADE_RE: Final = re.compile(r"(?<![\w$€£.,:'\u2019])(['\u2019])?(1[89]|20)?(\d)0['\u2019]?s\b")
+_NOT_A_DECADE_AFTER: Final = frozenset(
+    {"his", "her", "their", "my", "your", "our", "its", "for", "in", "every", "within",
+     "after", "under", "over", "about", "around", "than", "at", "each", "per"}
+)  # fmt: skip
+_MONTH_WORDS: Final = "|".join(sorted({*_MONTH_NAMES, *_ABBREVIATIONS}, key=len, reverse=True))
+_SHORT_YEAR_RE: Final = re.compile(
+    rf"\b((?:{_MONTH_WORDS})\.?|spring|summer|autumn|fall|winter)\s+['\u2019](\d{{2}})\b"
+    r"(?!['\u2019]?s\b)",
+    re.IGNORECASE,
+)
+_SPACED_CODE_RE: Final = re.compile(r"\b([A-Z]{2,3}) (\d{2,5})\b(?![-.,:/]\d)")
+_YEAR_RE: Final = re.compile(r"(?:19|20)\d\d")
+_NOT_CODES: Final = frozenset({"am", "pm", "utc", "gmt", "cet", "est", "pst", "et", "pt", "bst"})
+_LETTER_IN_PARENS_RE: Final = re.compile(r"(\d)\(([a-zA-Z])\)")
+
+
+def _one_spelling(text: str) -> str:
+    """Rewrite forms of one quantity that read differently into one: a decade
+    ("'90s", "90s" -> "1990s"), a year after a month or season ("Jan '25" ->
+    "Jan 2025"), a code split by a space ("UA 857" -> "UA857"; not a currency
+    or a unit: "USD 500", "KM 12") and a letter in parentheses ("401(k)" ->
+    "401k")."""
+    if "0" in text:
+        text = _DECADE_RE.sub(_decade, text)
+    if "'" in text or "\u2019" in text:
+        text = _SHORT_YEAR_RE.sub(lambda m: f"{m.group(1)} {_century(m.group(2))}", text)
+    text = _SPACED_CODE_RE.sub(_joined_code, text)
+    return _LETTER_IN_PARENS_RE.sub(r"\1\2", text) if "(" in text else text
+
+
+def _century(two_digits: str) -> str:
+    return ("20" if int(two_digits) < 50 else "19") + two_digits
+
+
+def _decade(match: re.Match[str]) -> str:
+    """A decade as one token the unit reader leaves alone ("1990s" is no 1,990
+    seconds): "decade-1990"."""
+    apostrophe, century, digit = match.groups()
+    if century:
+        return f"decade-{century}{digit}0"
+    before = match.string[: match.start()].split()
+    after_a_cue = bool(before) and before[-1].lower() in _NOT_A_DECADE_AFTER
+    # "the 20s": the 1920s or the 2020s; "in her 90s": an age; "for 90s": seconds.
+    if digit == "2" or (not apostrophe and (digit in "01" or after_a_cue)):
+        return match.group(0)
+    return f"decade-{_century(digit + '0')}"
+
+
+def _names_a_measure(word: str) -> bool:
+    low = word.strip(".,;:)").lower()
+    return (
+        low in _MONTHS
+        or low in _ABBREVIATIONS
+        or low in _WEEKDAYS
+        or low == "may"
+        or is_unit_word(low)
+        or low in CURRENCY_WORDS
+    )
+
+
+def _joined_code(match: re.Match[str]) -> str:
+    letters, number = match.groups()
+    low = letters.lower()
+    following = match.string[match.end() :].split()[:1]
+    if following and _names_a_measure(following[0]):
+        return match.group(0)  # "due to CFO 26 Sep", "ETA 20 min": a date, an amount
+    if (
+        low in _NOT_CODES
+        or low in CURRENCY_WORDS
+        or is_unit_word(low)
+        or _YEAR_RE.fullmatch(number)
+    ):
+        return match.group(0)
+    return letters + match.group(2)
 
 
 def _word_quantities(words: Sequence[str]) -> list[str]:
