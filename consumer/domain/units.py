@@ -192,6 +192,11 @@ def _unit_key(unit: str) -> str | None:
     return key if key in _UNITS else None
 
 
+def is_unit_letter(letter: str) -> bool:
+    """Whether a single letter after a number is a unit ("3h", "10m", "5g")."""
+    return len(letter) == 1 and _unit_key(letter) is not None
+
+
 def is_unit_word(word: str) -> bool:
     """Whether `word` names a unit without digits before it ("hour", "km"; not "m")."""
     key = _unit_key(word)

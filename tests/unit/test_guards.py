@@ -101,6 +101,10 @@ NUMBERS_VETO = [
     # ... and what only looks like one stays what it is
     ("Holds a plank for 90s.", "Holds a plank for 90 minutes."),
     ("Report due to the CFO 26 Sep", "Report due to the CFO on 27 September"),
+    # a letter after a number labels it: another seat, grade, flat
+    ("User prefers seat 14C on the red-eye.", "User prefers seat 14D on the red-eye."),
+    ("Leads routes graded 6a indoors.", "Leads routes graded 6c indoors."),
+    ("Lives in flat 4b.", "Lives in flat 4e."),
 ]
 
 NUMBERS_PASS = [
@@ -148,6 +152,10 @@ NUMBERS_PASS = [
     ("Contributes 6% to a 401(k)", "Puts 6% into a 401k"),
     ("Tennis with Ola every Sunday morning", "Tennis w/ Ola: Sun AM"),
     ("Vet visit before the August trip", "Vet visit before Aug trip"),
+    # ... a unit does not: "3h", "a 14d trial", "5L"
+    ("The build took 3h.", "The build took 3 hours."),
+    ("Signed up for a 14d trial.", "Signed up for a 14-day trial."),
+    ("Bought 5L of paint.", "Bought 5 litres of paint."),
     ("The party is on 12/25", "The party is on December 25"),
     ("Swim lessons every Wednesday at 5 PM", "Swim lessons Weds 17:00"),
     ("User has 3 cats", "User has three cats"),

@@ -39,6 +39,7 @@ from consumer.domain.units import (
     Frequency,
     currencies,
     frequencies,
+    is_unit_letter,
     is_unit_word,
     may_have_rate_of_one,
     read_units,
@@ -163,8 +164,25 @@ def _canonical_digit_token(token: str) -> str:
         scale = _SUFFIX_VALUES.get(suffix) or _SUFFIX_VALUES.get(suffix.lower(), 0)
         if scale:
             return _plain_number(float(value) * scale)
+        if _letter_label(suffix):
+            return low  # "seat 14C" / "14D", "graded 6a" / "6c": a label, not an amount
         return str(int(value)) if value.isdigit() else value
     return _ID_JOINERS_RE.sub("", low)
+
+
+# Single letters after a number that say how many of what ("4x a week", "3w"):
+# no label. Units ("3h", "10m") are the unit reader's.
+_MULTIPLIER_LETTERS: Final = frozenset("xwy")
+
+
+def _letter_label(suffix: str) -> bool:
+    """Whether a single letter after a number labels it ("14C", "14D", "4b",
+    "6a") rather than measuring it ("3h", "10m", "5L"): a capital but "L"
+    labels, a small letter unless it is a unit."""
+    low = suffix.lower()
+    if len(low) != 1 or low in _MULTIPLIER_LETTERS:
+        return False
+    return (suffix.isupper() and suffix != "L") or not is_unit_letter(low)
 
 
 def _number_range(token: str) -> list[str]:
