@@ -912,7 +912,7 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         a = replace(a, words=tuple(w for w in a.words if not w.in_rate))
         b = replace(b, words=tuple(w for w in b.words if not w.in_rate))
     matched, left, right = _pairs(a, b)
-    veto = per_what or _judge(matched, left, right) or _due_and_done(left, right)
+    veto = per_what or _judge(matched, left, right) or _due_and_done(a, b, left, right)
     if veto is None:
         veto = _root_tense(a, b, matched)
     if veto is None:
@@ -1202,13 +1202,17 @@ def _told_as_todo(token: Token) -> bool:
     return not _has_auxiliary(token)
 
 
-def _due_and_done(left: Sequence[Word], right: Sequence[Word]) -> GuardVeto | None:
+def _due_and_done(
+    a: AlignedText, b: AlignedText, left: Sequence[Word], right: Sequence[Word]
+) -> GuardVeto | None:
     """ "due" on one side only, and on the other a verb only it has told as done:
     a deadline against the act ("Thesis draft due by March 1" / "Submitted the
-    thesis draft on March 1", "deposit due" / "deposit paid")."""
-    for due, done in ((left, right), (right, left)):
+    thesis draft on March 1", "deposit due" / "deposit paid"), a light verb
+    too, which is never left unmatched ("MOT due 12 Sept" / "MOT done 12 Sept")."""
+    for due, done, done_text in ((left, right, b), (right, left, a)):
         if any(w.key == "due" and w.pos == "ADJ" for w in due):
-            acts = [w.key for w in done if w.done]
+            light = [w for w in done_text.words if w.light and w.done]
+            acts = [w.key for w in (*done, *light) if w.done]
             if acts:
                 return _veto("time_change", f"'due' vs '{acts[0]}' done")
     return None

@@ -104,6 +104,12 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ),
         # ... not where either way round says the same
         ("Plays chess with Ruben on Sundays.", "Ruben plays chess with the user on Sundays.", None),
+        # a deadline against the act told with a light verb
+        (
+            "Boiler check due 3 Oct; call Heatwise.",
+            "Boiler check done 3 Oct by Heatwise.",
+            "time_change",
+        ),
         # an amount per something that is no period, then per a period
         ("The tutor charges $40 per lesson.", "The tutor charges $40 per hour.", "value_change"),
         # ... but one doer may stand for the other, or share the verb with it
