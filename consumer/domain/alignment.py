@@ -919,6 +919,8 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         veto = _opposed_prepositions(a, b) or _group_or_person(a, b) or _exception(a, b)
     if veto is None:
         veto = _copula_owner_traded(a, b) or _preposition_object_made_doer(a, b, matched)
+    if veto is None:
+        veto = _event_planned_then_done(a, b, matched)
     # Equivalent: every word matched, every participant in the same role, and every
     # word attached where its partner is (the same words in another order can say
     # another thing: "walks fast and talks slowly" / "walks slowly and talks fast",
@@ -1140,6 +1142,31 @@ def _preposition_object_made_doer(
             taken = any(w.place == one.place and w.key != other.key for w in other_text.words)
             if taken:
                 return _veto("role_change", f"'{verb}': '{one.key}' {preposition} vs doing it")
+    return None
+
+
+def _event_planned_then_done(
+    a: AlignedText, b: AlignedText, matched: Sequence[tuple[Word, Word]]
+) -> GuardVeto | None:
+    """An event named by a noun under a verb in the present or future in one
+    text, and told as done by the same word as a verb in the other: "the launch
+    is targeted for November 20" / "launched on November 20", "the move is
+    planned for May" / "moved in May". Not "the launch was on November 20"."""
+    for x, y in matched:
+        for noun, verb, noun_text in ((x, y, a), (y, x, b)):
+            # A main verb: a participle modifying a noun ("serviced annually")
+            # tells a habit, not the event done.
+            if noun.pos != "NOUN" or verb.pos != "VERB" or not verb.done:
+                continue
+            if verb.dep not in {"ROOT", "conj"}:
+                continue
+            governing = next(
+                (w for w in noun_text.words if w.key == noun.head_key and w.tense), None
+            )
+            if governing is not None and governing.tense != "Past" and not governing.done:
+                return _veto(
+                    "time_change", f"'{noun.key}': {governing.key} ({governing.tense}) vs done"
+                )
     return None
 
 

@@ -110,6 +110,13 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
             "Boiler check done 3 Oct by Heatwise.",
             "time_change",
         ),
+        # an event set for a date, then told as done
+        (
+            "Team offsite: the kickoff is set for 4 March in Lisbon.",
+            "Team offsite kicked off on 4 March in Lisbon.",
+            "time_change",
+        ),
+        ("The store's opening was on 9 May.", "The store opened on 9 May.", None),
         # an amount per something that is no period, then per a period
         ("The tutor charges $40 per lesson.", "The tutor charges $40 per hour.", "value_change"),
         # ... but one doer may stand for the other, or share the verb with it
