@@ -1170,6 +1170,26 @@ def _event_planned_then_done(
     return None
 
 
+def _wishes(word: Word, texts: tuple[list[Word], list[Word]]) -> bool:
+    """Whether the text `word` is not in tells a wish too ("wants to join" /
+    "hopes to become a member"): then the wish is reworded, not added."""
+    other = texts[1] if word in texts[0] else texts[0]
+    # A frame verb is no word of its own; what it governs names it as its anchor,
+    # which the lemmatiser may have cut ("hoping" -> "hop").
+    return any(
+        w.frame in _IRREALIS_VERBS
+        or w.key in _IRREALIS_VERBS
+        or w.key in _WISH_NOUNS
+        or w.anchor in _IRREALIS_VERBS
+        or w.anchor + "e" in _IRREALIS_VERBS
+        for w in other
+    )
+
+
+# Nouns that state a wish or a plan: "goal is to be conversational by October".
+_WISH_NOUNS: Final = frozenset({"goal", "aim", "plan", "hope", "wish", "dream", "ambition"})
+
+
 # Prepositions whose two participants may trade places with no change of fact.
 _SYMMETRIC_PREPOSITIONS: Final = frozenset(
     {"with", "against", "alongside", "beside", "near", "between", "among", "like", "as"}
@@ -1318,11 +1338,15 @@ def _judge(
     nouns = {w.key for pair in matched for w in pair if w.pos == "NOUN"}
     nouns |= {w.key for w in (*left, *right) if w.pos == "NOUN"}
     verbs = {w.key for pair in matched for w in pair if w.pos == "VERB"}
+    pairs_words = ([x for x, _ in matched] + list(left), [y for _, y in matched] + list(right))
     for word in (*left, *right):
         if word.key in _TIME_MODIFIERS and word.dep in _MODIFIER_DEPS:
             return _veto("time_change", f"'{word.key}' on one side only")
         if word.key in _IRREALIS_VERBS and word.pos == "VERB":
             return _veto("time_change", f"'{word.key}' on one side only")
+        if word.frame in _IRREALIS_VERBS and word.pos == "VERB" and not _wishes(word, pairs_words):
+            # The frame verb is no word of its own: "the user wants it under 10".
+            return _veto("time_change", f"'{word.frame}' over '{word.key}' on one side only")
         if word.key in _COUNTERFACTUAL and word.dep == "advmod" and word.head_key in verbs:
             return _veto("negation", f"'{word.key}' on one side only: it may not have happened")
         if word.key in _ROLE_MODIFIERS and word.head_key in nouns:

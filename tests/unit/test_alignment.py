@@ -117,6 +117,18 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
             "time_change",
         ),
         ("The store's opening was on 9 May.", "The store opened on 9 May.", None),
+        # a wish whose frame verb is no word of its own, against the wish come true
+        (
+            "Backups take about 40 minutes; the user wants them under 15.",
+            "User got backups down from about 40 minutes to under 15.",
+            "time_change",
+        ),
+        # ... not a wish reworded as a goal
+        (
+            "Practises piano daily and hopes to join a jazz trio next year.",
+            "Practises piano every day; goal is to get into a jazz trio next year.",
+            None,
+        ),
         # an amount per something that is no period, then per a period
         ("The tutor charges $40 per lesson.", "The tutor charges $40 per hour.", "value_change"),
         # ... but one doer may stand for the other, or share the verb with it
