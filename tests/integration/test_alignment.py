@@ -371,12 +371,12 @@ async def test_a_deadline_or_a_task_and_the_act_done_are_kept_apart(
     assert_kept_apart(decisions, "e2", from_="d2", guard="alignment")
 
 
-TRADED_STORED = [
+SWAPPED_OWNERS_STORED = [
     event("t1", "I'm my uncle's driver and take him to work."),
     event("t2", "Sends weekly status reports to Halvard."),
     event("t3", "The piano tutor charges $40 per lesson."),
 ]
-TRADED = [
+SWAPPED_OWNERS = [
     event("u1", "My uncle is my driver and takes me to work."),
     event("u2", "Halvard sends weekly status reports to the user by email."),
     event("u3", "The piano tutor charges $40 per hour."),
@@ -387,6 +387,8 @@ async def test_traded_owners_or_doers_and_an_amount_per_another_thing_are_kept_a
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
-    decisions = await decide_after_stored(settings, real_embedder, TRADED_STORED, TRADED)
+    decisions = await decide_after_stored(
+        settings, real_embedder, SWAPPED_OWNERS_STORED, SWAPPED_OWNERS
+    )
     for new, stored in (("u1", "t1"), ("u2", "t2"), ("u3", "t3")):
         assert_kept_apart(decisions, new, from_=stored, guard="alignment")
