@@ -1133,8 +1133,10 @@ def _preposition_object_made_doer(
     either way round ("works with Ana" / "Ana works with the user")."""
     for x, y in matched:
         for one, other, other_text in ((x, y, b), (y, x, a)):
+            if not one.role.startswith("prep:"):
+                continue
             preposition = one.role.removeprefix("prep:")
-            if one.role == preposition or preposition in _SYMMETRIC_PREPOSITIONS:
+            if preposition in _SYMMETRIC_PREPOSITIONS:
                 continue
             verb = one.place[1]
             if other.place != ("subj", verb):
@@ -1170,10 +1172,9 @@ def _event_planned_then_done(
     return None
 
 
-def _wishes(word: Word, texts: tuple[list[Word], list[Word]]) -> bool:
-    """Whether the text `word` is not in tells a wish too ("wants to join" /
-    "hopes to become a member"): then the wish is reworded, not added."""
-    other = texts[1] if word in texts[0] else texts[0]
+def _tells_a_wish(words: Sequence[Word]) -> bool:
+    """Whether a text (its words) tells a wish ("wants to join" / "hopes to
+    become a member"): a wish on the other side is then reworded, not added."""
     # A frame verb is no word of its own; what it governs names it as its anchor,
     # which the lemmatiser may have cut ("hoping" -> "hop").
     return any(
@@ -1182,7 +1183,7 @@ def _wishes(word: Word, texts: tuple[list[Word], list[Word]]) -> bool:
         or w.key in _WISH_NOUNS
         or w.anchor in _IRREALIS_VERBS
         or w.anchor + "e" in _IRREALIS_VERBS
-        for w in other
+        for w in words
     )
 
 
@@ -1338,13 +1339,16 @@ def _judge(
     nouns = {w.key for pair in matched for w in pair if w.pos == "NOUN"}
     nouns |= {w.key for w in (*left, *right) if w.pos == "NOUN"}
     verbs = {w.key for pair in matched for w in pair if w.pos == "VERB"}
-    pairs_words = ([x for x, _ in matched] + list(left), [y for _, y in matched] + list(right))
-    for word in (*left, *right):
+    # Each unmatched word with the words of the other text.
+    words_a = [x for x, _ in matched] + list(left)
+    words_b = [y for _, y in matched] + list(right)
+    sided = [*((w, words_b) for w in left), *((w, words_a) for w in right)]
+    for word, other_words in sided:
         if word.key in _TIME_MODIFIERS and word.dep in _MODIFIER_DEPS:
             return _veto("time_change", f"'{word.key}' on one side only")
         if word.key in _IRREALIS_VERBS and word.pos == "VERB":
             return _veto("time_change", f"'{word.key}' on one side only")
-        if word.frame in _IRREALIS_VERBS and word.pos == "VERB" and not _wishes(word, pairs_words):
+        if word.frame in _IRREALIS_VERBS and word.pos == "VERB" and not _tells_a_wish(other_words):
             # The frame verb is no word of its own: "the user wants it under 10".
             return _veto("time_change", f"'{word.frame}' over '{word.key}' on one side only")
         if word.key in _COUNTERFACTUAL and word.dep == "advmod" and word.head_key in verbs:

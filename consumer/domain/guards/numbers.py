@@ -219,8 +219,7 @@ def _unit_hint(text: str) -> bool:
 
 
 def _quantities(text: str) -> _Quantities:
-    if _HAS_DIGIT_RE.search(text):
-        text = _one_spelling(text)
+    text = _one_spelling(text)  # once, for the unit and currency readers too
     raw, words, mentions = _read_quantities(text)
     amounts = unit_amounts(text) if raw or _unit_hint(text) else []
     named = any(symbol in text for symbol in CURRENCY_SYMBOLS) or not words.isdisjoint(
@@ -265,7 +264,7 @@ def _with_rates(text: str, raw: frozenset[str]) -> tuple[frozenset[str], bool]:
 
 def _extract_quantities(text: str) -> frozenset[str]:
     """Every number, time, date, weekday, month and identifier in ``text``, canonicalised."""
-    return _read_quantities(text)[0]
+    return _read_quantities(_one_spelling(text))[0]
 
 
 def _read_quantities(text: str) -> tuple[frozenset[str], frozenset[str], int]:
@@ -324,7 +323,6 @@ def _read_quantities(text: str) -> tuple[frozenset[str], frozenset[str], int]:
     if "quarter" in rest.lower():
         rest = _QUARTER_RE.sub(quarter, rest)
     if _HAS_DIGIT_RE.search(rest):
-        rest = _one_spelling(rest)
         rest = _TIME_12_RE.sub(time12, rest)
         rest = _TIME_DAYPART_RE.sub(daypart, rest)
         rest = _TIME_24_RE.sub(time24, rest)
@@ -364,7 +362,9 @@ def _one_spelling(text: str) -> str:
     ("'90s", "90s" -> "1990s"), a year after a month or season ("Jan '25" ->
     "Jan 2025"), a code split by a space ("UA 857" -> "UA857"; not a currency
     or a unit: "USD 500", "KM 12") and a letter in parentheses ("401(k)" ->
-    "401k")."""
+    "401k"). Callers pass the text through it once, before any reader."""
+    if not _HAS_DIGIT_RE.search(text):
+        return text
     if "0" in text:
         text = _DECADE_RE.sub(_decade, text)
     if "'" in text or "\u2019" in text:
@@ -416,7 +416,7 @@ def _joined_code(match: re.Match[str]) -> str:
         or _YEAR_RE.fullmatch(number)
     ):
         return match.group(0)
-    return letters + match.group(2)
+    return letters + number
 
 
 def _word_quantities(words: Sequence[str]) -> list[str]:
