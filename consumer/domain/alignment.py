@@ -54,7 +54,12 @@ from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Any, Final
 
-from consumer.domain.guards import alternate_period, spoken_clock
+from consumer.domain.guards import (
+    ALTERNATE_WORDS,
+    SPOKEN_CLOCK_WORDS,
+    alternate_period,
+    spoken_clock,
+)
 from consumer.domain.units import CURRENCY_WORDS, frequencies, is_unit_word
 from consumer.domain.vetoes import GuardName, GuardVeto
 
@@ -554,6 +559,8 @@ def _is_quantity(token: Token) -> bool:
 def _spoken_clock(token: Token) -> bool:
     """ "half" and "past" of "half past ten", "quarter" and "to" of "a quarter to
     five": part of the time the numbers guard compares (`spoken_clock`)."""
+    if token.lower_ not in SPOKEN_CLOCK_WORDS:
+        return False  # the common case, decided without looking around
     doc = token.doc
     for start in (token.i - 1, token.i):
         if start < 0 or start + 2 >= len(doc):
@@ -571,6 +578,8 @@ def _every_other(token: Token) -> bool:
     low = token.lower_
     if low == "other":
         return token.i > 0 and token.doc[token.i - 1].lower_ == "every"
+    if low not in ALTERNATE_WORDS:
+        return False  # the common case, decided without looking ahead
     after = [t for t in token.doc[token.i + 1 : token.i + 3] if not t.is_punct][:1]
     return bool(after) and alternate_period(low, after[0].text)
 

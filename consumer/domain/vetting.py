@@ -45,6 +45,11 @@ def rescue_contained(alignment: Alignment | None, existing: str, new: str, *, gu
     )
 
 
+# Band matches of one candidate whose parses are primed in the batch's one pipe
+# call; parsing a later one on its own costs about twice as much per text.
+_PRIMED_MATCHES = 2
+
+
 class MatchVetter:
     """The vetoes on one engine's matches (`DedupEngine`)."""
 
@@ -195,24 +200,51 @@ class MatchVetter:
         return await self._cross_encoder_veto(memory, candidate, alignment) is not None
 
     async def prime(self, candidates: Sequence[Candidate], state: BatchState) -> None:
-        """Parse, in one batch, the texts of every candidate whose stored neighbour
-        reaches a band, and those neighbours' texts: the pairs the alignment will
-        judge (a later in-batch match is parsed when it comes)."""
+        """Parse, in one batch, the texts of the pairs the alignment will most
+        likely judge: each candidate with its first band neighbours that the
+        guards do not keep apart for good (`_pair_texts_to_prime`), and the
+        candidates that reach a band with another of their batch; a pair left
+        out is parsed when it comes."""
         if self._aligner is None:
             return
         texts: list[str] = []
         for candidate in candidates:
-            for found in state.neighbours.get(candidate.event.event_id, []):
-                if found.memory is None or found.score < self._full_matches_from:
-                    continue
-                texts += [found.memory.content, candidate.event.content]
+            texts += self._pair_texts_to_prime(candidate, state)
         texts += self._close_in_batch(candidates, state)
         if texts:
             await asyncio.to_thread(self._aligner.prime, texts)
 
+    def _pair_texts_to_prime(self, candidate: Candidate, state: BatchState) -> list[str]:
+        """The texts of the band matches `first_allowed` will most likely align,
+        best first: a match the guards keep apart for good needs no parse, and
+        only the first `_PRIMED_MATCHES` others are primed (most candidates stop
+        at the first; a later one is parsed when it comes)."""
+        new = candidate.event.content
+        in_band = sorted(
+            (-found.score, found.memory_id, found.memory.content)
+            for found in state.neighbours.get(candidate.event.event_id, [])
+            if found.memory is not None and found.score >= self._full_matches_from
+        )
+        texts: list[str] = []
+        for _, _, existing in in_band:
+            if self._needs_a_parse(existing, new):
+                texts += [existing, new]
+                if len(texts) == 2 * _PRIMED_MATCHES:
+                    break
+        return texts
+
+    def _needs_a_parse(self, existing: str, new: str) -> bool:
+        """Whether aligning the pair may decide it: not when a guard keeps it
+        apart with a veto no parse can lift."""
+        if not self._guards:
+            return True
+        veto = check_pair(existing, new)
+        return veto is None or may_be_lifted(veto, existing, new)
+
     def _close_in_batch(self, candidates: Sequence[Candidate], state: BatchState) -> list[str]:
-        """Texts of candidates that reach a band with another candidate of their
-        scope in this batch (one may become the other's in-batch match)."""
+        """Texts of candidates that reach a band with an earlier candidate of their
+        scope in this batch (which may become their in-batch match), with those
+        earlier ones' texts, as `_pair_texts_to_prime` picks stored neighbours."""
         by_scope: dict[Scope, list[Candidate]] = {}
         for candidate in candidates:
             if candidate.normalized in state.vectors:
@@ -222,9 +254,17 @@ class MatchVetter:
             if len(members) < 2:
                 continue
             matrix = np.asarray([state.vectors[c.normalized] for c in members], dtype=np.float32)
-            close = (matrix @ matrix.T) >= self._full_matches_from
-            np.fill_diagonal(close, False)
-            texts += [c.event.content for c, row in zip(members, close, strict=True) if row.any()]
+            scores = matrix @ matrix.T
+            for later, candidate in enumerate(members):
+                earlier = np.flatnonzero(scores[later, :later] >= self._full_matches_from)
+                primed = 0
+                for index in sorted(earlier.tolist(), key=lambda i: -scores[later, i]):
+                    existing = members[index].event.content
+                    if self._needs_a_parse(existing, candidate.event.content):
+                        texts += [existing, candidate.event.content]
+                        primed += 1
+                        if primed == _PRIMED_MATCHES:
+                            break
         return texts
 
     async def _guard_veto(self, existing: str, new: str) -> GuardVeto | None:

@@ -39,10 +39,17 @@ from consumer.domain.guards.checks import (
     quantities_may_trade,
     text_signals,
 )
-from consumer.domain.guards.numbers import alternate_period, spoken_clock
+from consumer.domain.guards.numbers import (
+    ALTERNATE_WORDS,
+    SPOKEN_CLOCK_WORDS,
+    alternate_period,
+    spoken_clock,
+)
 from consumer.domain.vetoes import GuardName, GuardVeto, related_kind
 
 __all__ = [
+    "ALTERNATE_WORDS",
+    "SPOKEN_CLOCK_WORDS",
     "GuardName",
     "GuardVeto",
     "PairSignals",

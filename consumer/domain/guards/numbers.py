@@ -511,6 +511,11 @@ _PAST_OR_TO: Final[dict[tuple[str, str], tuple[int, int]]] = {
 }
 
 
+# Every word `spoken_clock` reads, fraction or link: a text without one tells no
+# spoken clock time.
+SPOKEN_CLOCK_WORDS: Final = frozenset(word for pair in _PAST_OR_TO for word in pair)
+
+
 def spoken_clock(fraction: str, link: str) -> bool:
     """Whether `fraction` and `link` tell minutes of a spoken hour that follows
     them ("half past", "quarter to")."""
@@ -524,7 +529,7 @@ def _past_or_to(lows: Sequence[str], hour_at: int) -> tuple[int, int] | None:
 
 
 _EVERY_OTHER_WEEK: Final = frozenset({"fortnightly", "biweekly"})
-_ALTERNATE: Final = frozenset({"alternate", "alt", "alt."})  # "alt. Fridays" in a note
+ALTERNATE_WORDS: Final = frozenset({"alternate", "alt", "alt."})  # "alt. Fridays" in a note
 
 
 def _every_other(low: str, prev: str, nxt: str) -> bool:
@@ -540,7 +545,7 @@ def alternate_period(word: str, following: str) -> bool:
     """Whether `word` is "alternate" or "alt." before a weekday (written out or
     abbreviated: "alternate Wed nights") or a calendar period ("alt. weeks"):
     every other one, a period of 2. Not "an alternate route"."""
-    return word.lower() in _ALTERNATE and _is_period(following.lower())
+    return word.lower() in ALTERNATE_WORDS and _is_period(following.lower())
 
 
 _PERIODS: Final = frozenset(
