@@ -147,6 +147,9 @@ class Word:
     # A verb told as a thing to do: a bare form heading its sentence with no
     # auxiliary ("pay via Direct Pay", "call the plumber").
     todo: bool = False
+    # A verb with no subject of its own that shares another verb's ("lives in Oslo
+    # and visits", "comes to visit"): the index of that subject; -1 for none.
+    shared_subject: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -460,6 +463,7 @@ def _words(doc: Doc) -> AlignedText:
                 in_rate=token.i in in_rates,
                 done=verb and _told_as_done(framed_by),
                 todo=verb and _told_as_todo(framed_by),
+                shared_subject=_shared_subject(token) if verb else -1,
             )
         )
     prepositions = frozenset(
@@ -1577,10 +1581,45 @@ def _implicit_doer_traded(
     return None
 
 
+_OWN_SUBJECT_DEPS: Final = frozenset({"nsubj", "nsubjpass", "csubj", "csubjpass", "expl"})
+
+
+def _shared_subject(verb: Token) -> int:
+    """The index of the subject a verb with none of its own shares: a conjoined
+    verb its first verb's ("Jonas lives in Oslo and visits"), an infinitive its
+    governing verb's ("comes to visit"; not "asked Ana to visit", whose doer is
+    the object); -1 when it has one, is passive, or none is found."""
+    token = verb
+    for _ in range(4):  # a short chain: "lives in Oslo and comes to visit"
+        if any(c.dep_ in _OWN_SUBJECT_DEPS or c.dep_ == "auxpass" for c in token.children):
+            if token.i == verb.i:
+                return -1
+            # A subject after its verb is most often a misread object ("...,
+            # writes Parquet files": "files" as the subject).
+            subjects = [c for c in token.children if c.dep_ == "nsubj" and c.i < token.i]
+            return subjects[0].i if len(subjects) == 1 else -1
+        head = token.head
+        if head.i == token.i or head.pos_ not in {"VERB", "AUX"}:
+            return -1
+        if token.dep_ == "conj":
+            pass
+        elif token.dep_ in {"xcomp", "advcl"} and any(
+            c.dep_ == "aux" and c.lower_ == "to" for c in token.children
+        ):
+            if any(c.dep_ in {"dobj", "dative", "iobj"} for c in head.children):
+                return -1  # "asked Ana to visit": Ana visits
+        else:
+            return -1
+        token = head
+    return -1
+
+
 def _sole_doer(verb: Word, words: Sequence[Word]) -> Word | None:
     """The one noun subject of `verb`; None for none, several ("User and their
     wife have twins", a passive's subject and agent) or a pronoun ("none of")."""
     doers = [w for w in words if w.role == "subj" and w.head_key == verb.key]
+    if not doers and verb.shared_subject >= 0:
+        doers = [w for w in words if w.index == verb.shared_subject]
     if len(doers) != 1 or doers[0].pos not in _NOMINAL_POS or doers[0].key in _QUANTIFIERS:
         return None
     doer = doers[0]
@@ -1600,6 +1639,19 @@ def _names(one: Word, other: Word) -> bool:
         word.anchor == head.key and word.dep in {"appos", "compound"}
         for word, head in ((one, other), (other, one))
     )
+
+
+def _shared_doers_comparable(
+    doers: tuple[Word, Word], verbs: tuple[Word, Word], a_in_b: Word, b_in_a: Word
+) -> bool:
+    """Where a doer is a subject shared with another verb (`_shared_subject`), it
+    is compared only when both doers are participants in both texts and each
+    comes before its verb: a misread note or list of clauses hands a verb another
+    word for a subject ("Beatriz - visits each Dec, stays 2 wks": "visits" read
+    as the doer of "stays"; "..., writes Parquet files": "files" read as the
+    doer of "writes")."""
+    participants = all(w.pos in _NOMINAL_POS or w.key == _SELF for w in (a_in_b, b_in_a))
+    return participants and all(d.index < v.index for d, v in zip(doers, verbs, strict=True))
 
 
 def _another_doer(matched: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
@@ -1622,6 +1674,11 @@ def _another_doer(matched: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
         a_in_b = partner_in_b.get(doer_a.index)
         b_in_a = partner_in_a.get(doer_b.index)
         if a_in_b is None or b_in_a is None:
+            continue
+        shared = verb_a.shared_subject >= 0 or verb_b.shared_subject >= 0
+        if shared and not _shared_doers_comparable(
+            (doer_a, doer_b), (verb_a, verb_b), a_in_b, b_in_a
+        ):
             continue
         linked = _names(doer_a, b_in_a) or _names(doer_b, a_in_b)
         if not linked:

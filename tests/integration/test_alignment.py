@@ -392,3 +392,27 @@ async def test_traded_owners_or_doers_and_an_amount_per_another_thing_are_kept_a
     )
     for new, stored in (("u1", "t1"), ("u2", "t2"), ("u3", "t3")):
         assert_kept_apart(decisions, new, from_=stored, guard="alignment")
+
+
+SHARED_SUBJECT_STORED = [
+    event("s1", "Mira's grandparents live in Porto and come to see her every May."),
+    event("s2", "Cousin Tobias lives in Graz and calls the user every Friday."),
+]
+SHARED_SUBJECT = [
+    event("v1", "Mira goes to see her grandparents in Porto every May."),
+    event("v2", "Cousin Tobias lives in Graz; the user calls him every Friday."),
+    # The same doer of both verbs: one fact.
+    event("v3", "Cousin Tobias lives in Graz and calls me every Friday."),
+]
+
+
+async def test_a_verb_sharing_a_subject_done_by_another_is_kept_apart(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(
+        settings, real_embedder, SHARED_SUBJECT_STORED, SHARED_SUBJECT
+    )
+    assert_kept_apart(decisions, "v1", from_="s1", guard="alignment")
+    assert_kept_apart(decisions, "v2", from_="s2", guard="alignment")
+    assert_folded(decisions, "v3", into="s2", outcomes=("merged", "skipped"))

@@ -79,6 +79,29 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
             "User feeds their neighbour Jonas's cat when Jonas travels.",
             "role_change",
         ),
+        # ... also where one text's verb shares the subject of the verb before it
+        (
+            "Mira's grandparents live in Porto and come to see her every May.",
+            "Mira goes to see her grandparents in Porto every May.",
+            "role_change",
+        ),
+        (
+            "Cousin Tobias lives in Graz and calls the user every Friday.",
+            "Cousin Tobias lives in Graz; the user calls him every Friday.",
+            "role_change",
+        ),
+        # ... not where the shared subject is the same one
+        (
+            "Tobias lives in Graz and teaches piano.",
+            "Tobias teaches piano and lives in Graz.",
+            None,
+        ),
+        # ... nor where the first verb's object does the second ("asked Tobias to call")
+        (
+            "Mira asked Tobias to call the landlord.",
+            "Tobias called the landlord.",
+            None,
+        ),
         # the doer of one text owns the doer of the other: another does it
         (
             "User writes the release notes.",
