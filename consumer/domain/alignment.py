@@ -163,6 +163,9 @@ class AlignedText:
     # and the gender of its third-person pronouns ("he" / "she").
     quantifiers: frozenset[str] = frozenset()
     genders: frozenset[str] = frozenset()
+    # Whether the text's amounts are told per member ("16 GB each") or for the
+    # whole ("16 GB total"): `_amount_scopes`.
+    amount_scopes: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -472,7 +475,33 @@ def _words(doc: Doc) -> AlignedText:
     genders = frozenset(
         _PRONOUN_GENDERS[token.lower_] for token in doc if token.lower_ in _PRONOUN_GENDERS
     )
-    return AlignedText(tuple(words), prepositions, _quantifiers(doc), genders)
+    return AlignedText(
+        tuple(words), prepositions, _quantifiers(doc), genders, _amount_scopes(doc, in_rates)
+    )
+
+
+# Words that tell an amount is each member's ("$40 each", "16 GB apiece", "each
+# node has 16 GB") or the whole group's ("$120 in total", "48 GB combined").
+_EACH_WORDS: Final = frozenset({"each", "apiece"})
+_WHOLE_WORDS: Final = frozenset({"total", "combined", "altogether"})
+
+
+def _amount_scopes(doc: Doc, in_rates: frozenset[int]) -> frozenset[str]:
+    """ "each" and / or "whole" for a text with an amount: whether it tells the
+    amount per member or for the whole group. "each" of a count or an amount per
+    period ("each morning", "twice each week") tells how often, not whose."""
+    if not any(token.like_num or any(ch.isdigit() for ch in token.text) for token in doc):
+        return frozenset()
+    scopes: set[str] = set()
+    for token in doc:
+        low = token.lower_
+        if low in _EACH_WORDS and token.i not in in_rates and token.head.i not in in_rates:
+            scopes.add("each")
+        elif low in _WHOLE_WORDS or token.lemma_.lower() == "total":
+            scopes.add("whole")
+        elif low == "all" and token.i > 0 and doc[token.i - 1].lower_ == "in":
+            scopes.add("whole")  # "$120 in all"
+    return frozenset(scopes)
 
 
 # A determiner or pronoun that speaks of part of a group, by what it means ("a
@@ -933,7 +962,7 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
     if veto is None:
         veto = _copula_owner_traded(a, b) or _preposition_object_made_doer(a, b, matched)
     if veto is None:
-        veto = _event_planned_then_done(a, b, matched)
+        veto = _event_planned_then_done(a, b, matched) or _amount_scope_changed(a, b)
     # Equivalent: every word matched, every participant in the same role, and every
     # word attached where its partner is (the same words in another order can say
     # another thing: "walks fast and talks slowly" / "walks slowly and talks fast",
@@ -1105,6 +1134,16 @@ def _per_what_changed(a: AlignedText, b: AlignedText) -> GuardVeto | None:
                 and x.in_rate != y.in_rate
             ):
                 return _veto("value_change", f"per '{x.key}' vs per '{y.key}'")
+    return None
+
+
+def _amount_scope_changed(a: AlignedText, b: AlignedText) -> GuardVeto | None:
+    """One text tells its amounts per member and the other for the whole group
+    ("3 nodes with 16 GB memory each" / "... 16 GB memory total"): the same
+    numbers, another amount."""
+    for one, other in ((a.amount_scopes, b.amount_scopes), (b.amount_scopes, a.amount_scopes)):
+        if one == {"each"} and other == {"whole"}:
+            return _veto("value_change", "an amount per member vs for the whole group")
     return None
 
 

@@ -416,3 +416,17 @@ async def test_a_verb_sharing_a_subject_done_by_another_is_kept_apart(
     assert_kept_apart(decisions, "v1", from_="s1", guard="alignment")
     assert_kept_apart(decisions, "v2", from_="s2", guard="alignment")
     assert_folded(decisions, "v3", into="s2", outcomes=("merged", "skipped"))
+
+
+AMOUNT_SCOPE_STORED = [event("a1", "The two concert tickets cost $45 each.")]
+AMOUNT_SCOPE = [event("b1", "The two concert tickets cost $45 in total.")]
+
+
+async def test_an_amount_per_member_is_not_the_amount_for_the_whole_group(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(
+        settings, real_embedder, AMOUNT_SCOPE_STORED, AMOUNT_SCOPE
+    )
+    assert_kept_apart(decisions, "b1", from_="a1", guard="alignment")

@@ -102,6 +102,20 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
             "Tobias called the landlord.",
             None,
         ),
+        # an amount told per member, then for the whole group
+        (
+            "The two concert tickets cost $45 each.",
+            "The two concert tickets cost $45 in total.",
+            "value_change",
+        ),
+        (
+            "Ana and Leo paid £300 combined for the cabin.",
+            "Ana and Leo each paid £300 for the cabin.",
+            "value_change",
+        ),
+        # ... not "each" of how often, nor two words for one scope
+        ("Takes 10 mg of iron each morning.", "Takes 10 mg of iron every morning.", None),
+        ("The cabin cost £300 in total.", "The cabin cost £300 altogether.", None),
         # the doer of one text owns the doer of the other: another does it
         (
             "User writes the release notes.",
