@@ -638,12 +638,22 @@ def _duration_verb(token: Token) -> bool:
     )
 
 
+def _joining(hyphen: Token) -> bool:
+    """A "-" written with no space either side, inside a word the tagger may have
+    misread (it tags the "-" of "co-founder" as a noun)."""
+    before = hyphen.doc[hyphen.i - 1]
+    return hyphen.text == "-" and not before.whitespace_ and not hyphen.whitespace_
+
+
 def _hyphen_prefix(token: Token) -> Word | None:
     """The first part of a hyphenated modifier ("left-handed", "part-time") is a
     modifier of the second, whatever the tagger made of it ("left" as the verb
     "leave"), so "left-handed" / "right-handed" swap one modifier."""
     doc = token.doc
-    if not token.is_alpha or token.i + 2 >= len(doc) or doc[token.i + 1].tag_ != "HYPH":
+    if not token.is_alpha or token.i + 2 >= len(doc):
+        return None
+    hyphen = doc[token.i + 1]
+    if hyphen.tag_ != "HYPH" and not (token.lower_ in _ROLE_MODIFIERS and _joining(hyphen)):
         return None
     second = doc[token.i + 2]
     if not second.is_alpha:
@@ -1405,7 +1415,9 @@ def _judge(
             return _veto("time_change", f"'{word.frame}' over '{word.key}' on one side only")
         if word.key in _COUNTERFACTUAL and word.dep == "advmod" and word.head_key in verbs:
             return _veto("negation", f"'{word.key}' on one side only: it may not have happened")
-        if word.key in _ROLE_MODIFIERS and word.head_key in nouns:
+        # "co-operation" / "cooperation" is one word: "co" counts before a bare role.
+        bare = word.key != "co" or any(w.key == word.head_key for w in other_words)
+        if word.key in _ROLE_MODIFIERS and word.head_key in nouns and bare:
             return _veto("value_change", f"'{word.key}' on one side only: another role")
     for x in left:
         for y in right:
@@ -1492,7 +1504,7 @@ _COUNTERFACTUAL: Final = frozenset({"almost", "nearly", "barely", "hardly", "sca
 # Modifiers that make another thing of what they modify: a vice president is no
 # president, a half-brother not a brother.
 _ROLE_MODIFIERS: Final = frozenset(
-    {"vice", "deputy", "assistant", "acting", "interim", "step", "half", "honorary"}
+    {"vice", "deputy", "assistant", "acting", "interim", "step", "half", "honorary", "co"}
 )
 _SWAP_POS: Final = frozenset({"VERB", "ADJ", "ADV"})
 _NOMINAL_DEPS: Final = frozenset(

@@ -418,11 +418,17 @@ async def test_a_verb_sharing_a_subject_done_by_another_is_kept_apart(
     assert_folded(decisions, "v3", into="s2", outcomes=("merged", "skipped"))
 
 
-AMOUNT_SCOPE_STORED = [event("a1", "The two concert tickets cost $45 each.")]
-AMOUNT_SCOPE = [event("b1", "The two concert tickets cost $45 in total.")]
+AMOUNT_SCOPE_STORED = [
+    event("a1", "The two concert tickets cost $45 each."),
+    event("a2", "Maren is the owner of the bakery on Elm Street."),
+]
+AMOUNT_SCOPE = [
+    event("b1", "The two concert tickets cost $45 in total."),
+    event("b2", "Maren is a co-owner of the bakery on Elm Street."),
+]
 
 
-async def test_an_amount_per_member_is_not_the_amount_for_the_whole_group(
+async def test_an_amount_per_member_or_a_shared_role_is_not_the_whole(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
@@ -430,3 +436,4 @@ async def test_an_amount_per_member_is_not_the_amount_for_the_whole_group(
         settings, real_embedder, AMOUNT_SCOPE_STORED, AMOUNT_SCOPE
     )
     assert_kept_apart(decisions, "b1", from_="a1", guard="alignment")
+    assert_kept_apart(decisions, "b2", from_="a2", guard="alignment")
