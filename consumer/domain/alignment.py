@@ -150,6 +150,9 @@ class Word:
     # A verb with no subject of its own that shares another verb's ("lives in Oslo
     # and visits", "comes to visit"): the index of that subject; -1 for none.
     shared_subject: int = -1
+    # A noun told as one ("a cat", "one sister") or as several ("cats"): "one",
+    # "many" or "" (`_grammatical_count`).
+    count: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -467,6 +470,7 @@ def _words(doc: Doc) -> AlignedText:
                 done=verb and _told_as_done(framed_by),
                 todo=verb and _told_as_todo(framed_by),
                 shared_subject=_shared_subject(token) if verb else -1,
+                count=_grammatical_count(token) if pos == "NOUN" else "",
             )
         )
     prepositions = frozenset(
@@ -972,7 +976,11 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
     if veto is None:
         veto = _copula_owner_traded(a, b) or _preposition_object_made_doer(a, b, matched)
     if veto is None:
-        veto = _event_planned_then_done(a, b, matched) or _amount_scope_changed(a, b)
+        veto = (
+            _event_planned_then_done(a, b, matched)
+            or _amount_scope_changed(a, b)
+            or _count_changed(matched)
+        )
     # Equivalent: every word matched, every participant in the same role, and every
     # word attached where its partner is (the same words in another order can say
     # another thing: "walks fast and talks slowly" / "walks slowly and talks fast",
@@ -1144,6 +1152,18 @@ def _per_what_changed(a: AlignedText, b: AlignedText) -> GuardVeto | None:
                 and x.in_rate != y.in_rate
             ):
                 return _veto("value_change", f"per '{x.key}' vs per '{y.key}'")
+    return None
+
+
+def _count_changed(matched: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
+    """The same noun, what someone has, told as one in one text and as several
+    in the other ("has a cat" / "has cats"): another amount. Not the object of
+    another verb, which is often a kind ("prefers a window seat" / "prefers
+    window seats")."""
+    for x, y in matched:
+        owned = x.role == y.role == "obj" and x.head_key == y.head_key == "have"
+        if owned and {x.count, y.count} == {"one", "many"}:
+            return _veto("value_change", f"'{x.key}': one vs several")
     return None
 
 
@@ -1633,6 +1653,18 @@ def _implicit_doer_traded(
 
 
 _OWN_SUBJECT_DEPS: Final = frozenset({"nsubj", "nsubjpass", "csubj", "csubjpass", "expl"})
+
+
+def _grammatical_count(noun: Token) -> str:
+    """ "one" for a noun with "a", "an" or "one" before it, "many" for a plural
+    with no determiner or amount ("has cats"), else "" (a number is the numbers
+    guard's; "the cats", "my cats" may be any of them)."""
+    dependents = {c.lower_ for c in noun.children if c.dep_ in {"det", "nummod", "poss"}}
+    if noun.tag_ == "NN" and dependents & {"a", "an", "one"}:
+        return "one"
+    if noun.tag_ == "NNS" and not dependents:
+        return "many"
+    return ""
 
 
 def _shared_subject(verb: Token) -> int:

@@ -421,14 +421,16 @@ async def test_a_verb_sharing_a_subject_done_by_another_is_kept_apart(
 AMOUNT_SCOPE_STORED = [
     event("a1", "The two concert tickets cost $45 each."),
     event("a2", "Maren is the owner of the bakery on Elm Street."),
+    event("a3", "Noor has a rabbit."),
 ]
 AMOUNT_SCOPE = [
     event("b1", "The two concert tickets cost $45 in total."),
     event("b2", "Maren is a co-owner of the bakery on Elm Street."),
+    event("b3", "Noor has rabbits."),
 ]
 
 
-async def test_an_amount_per_member_or_a_shared_role_is_not_the_whole(
+async def test_an_amount_per_member_a_shared_role_or_one_of_several_is_not_the_whole(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
@@ -437,3 +439,4 @@ async def test_an_amount_per_member_or_a_shared_role_is_not_the_whole(
     )
     assert_kept_apart(decisions, "b1", from_="a1", guard="alignment")
     assert_kept_apart(decisions, "b2", from_="a2", guard="alignment")
+    assert_kept_apart(decisions, "b3", from_="a3", guard="alignment")

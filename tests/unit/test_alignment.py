@@ -116,6 +116,9 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         # ... not "each" of how often, nor two words for one scope
         ("Takes 10 mg of iron each morning.", "Takes 10 mg of iron every morning.", None),
         ("The cabin cost £300 in total.", "The cabin cost £300 altogether.", None),
+        # one thing owned, then several
+        ("Noor has a rabbit.", "Noor has rabbits.", "value_change"),
+        ("Noor prefers a window seat.", "Noor prefers window seats.", None),
         # a role with a prefix the tagger misreads ("co" as a noun of its own)
         ("She is the owner of the cafe.", "She is the co-owner of the cafe.", "value_change"),
         ("Close co-operation with the agency.", "Close cooperation with the agency.", None),
