@@ -3,8 +3,6 @@ decisions themselves are the engine's tests)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
 from consumer.domain.alignment import PairAligner
@@ -14,10 +12,9 @@ from consumer.domain.normalize import content_hash, normalize_content
 from consumer.domain.reviewed import ReviewedPairs
 from consumer.domain.vetting import MatchVetter
 
-from .helpers import make_candidate
+from .helpers import make_candidate, stored_memory
 
 BAND = 0.77
-NOW = datetime(2025, 1, 1, tzinfo=UTC)
 NEW = "User runs 5 km every morning."
 
 
@@ -37,19 +34,11 @@ def vetter(aligner: PairAligner, *, guards: bool = True) -> MatchVetter:
 
 
 def stored(text: str) -> MemoryRecord:
-    return MemoryRecord(
+    return stored_memory(
         memory_id=text,
-        tenant_id="t",
-        namespace="n",
         content=text,
         content_hash=content_hash(normalize_content(text)),
-        importance=0.5,
-        topics=[],
-        entities=[],
-        merged_event_ids=[],
-        origin_event_id=text,
-        created_at=NOW,
-        updated_at=NOW,
+        vector=None,
     )
 
 
