@@ -1269,6 +1269,13 @@ def _tells_a_wish(words: Sequence[Word]) -> bool:
     )
 
 
+def _tells_a_preference(words: Sequence[Word]) -> bool:
+    """Whether a text tells what someone prefers or asks for: "prefers metric
+    units", an instruction ("Don't use emojis in replies"). "I want metric
+    units" on the other side says the same, not a wish against a fact."""
+    return any(w.key == "prefer" or (w.todo and w.pos == "VERB") for w in words)
+
+
 # Nouns that state a wish or a plan: "goal is to be conversational by October".
 _WISH_NOUNS: Final = frozenset({"goal", "aim", "plan", "hope", "wish", "dream", "ambition"})
 
@@ -1428,7 +1435,9 @@ def _judge(
     for word, other_words in sided:
         if word.key in _TIME_MODIFIERS and word.dep in _MODIFIER_DEPS:
             return _veto("time_change", f"'{word.key}' on one side only")
-        if word.key in _IRREALIS_VERBS and word.pos == "VERB":
+        # "I want metric units" / "Prefers metric units": one preference.
+        preferred = word.key == "want" and _tells_a_preference(other_words)
+        if word.key in _IRREALIS_VERBS and word.pos == "VERB" and not preferred:
             return _veto("time_change", f"'{word.key}' on one side only")
         if word.frame in _IRREALIS_VERBS and word.pos == "VERB" and not _tells_a_wish(other_words):
             # The frame verb is no word of its own: "the user wants it under 10".

@@ -440,3 +440,15 @@ async def test_an_amount_per_member_a_shared_role_or_one_of_several_is_not_the_w
     assert_kept_apart(decisions, "b1", from_="a1", guard="alignment")
     assert_kept_apart(decisions, "b2", from_="a2", guard="alignment")
     assert_kept_apart(decisions, "b3", from_="a3", guard="alignment")
+
+
+PREFERENCE_STORED = [event("p1", "Prefers metric units in all answers.")]
+WANTED = [event("q1", "I want metric units in all answers.")]
+
+
+async def test_wanting_what_the_user_prefers_is_the_same_preference(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(settings, real_embedder, PREFERENCE_STORED, WANTED)
+    assert_folded(decisions, "q1", into="p1", outcomes=("merged", "skipped"))

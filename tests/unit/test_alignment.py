@@ -116,6 +116,10 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         # ... not "each" of how often, nor two words for one scope
         ("Takes 10 mg of iron each morning.", "Takes 10 mg of iron every morning.", None),
         ("The cabin cost £300 in total.", "The cabin cost £300 altogether.", None),
+        # wanting a thing against preferring it says the same
+        ("Prefers dark mode in every editor.", "I want dark mode in every editor.", None),
+        # ... but not against having it
+        ("Has dark mode in every editor.", "Wants dark mode in every editor.", "time_change"),
         # one thing owned, then several
         ("Noor has a rabbit.", "Noor has rabbits.", "value_change"),
         ("Noor prefers a window seat.", "Noor prefers window seats.", None),
