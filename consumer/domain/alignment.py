@@ -1171,9 +1171,8 @@ def _amount_scope_changed(a: AlignedText, b: AlignedText) -> GuardVeto | None:
     """One text tells its amounts per member and the other for the whole group
     ("3 nodes with 16 GB memory each" / "... 16 GB memory total"): the same
     numbers, another amount."""
-    for one, other in ((a.amount_scopes, b.amount_scopes), (b.amount_scopes, a.amount_scopes)):
-        if one == {"each"} and other == {"whole"}:
-            return _veto("value_change", "an amount per member vs for the whole group")
+    if {a.amount_scopes, b.amount_scopes} == {frozenset({"each"}), frozenset({"whole"})}:
+        return _veto("value_change", "an amount per member vs for the whole group")
     return None
 
 
@@ -1693,15 +1692,13 @@ def _shared_subject(verb: Token) -> int:
         head = token.head
         if head.i == token.i or head.pos_ not in {"VERB", "AUX"}:
             return -1
-        if token.dep_ == "conj":
-            pass
-        elif token.dep_ in {"xcomp", "advcl"} and any(
-            c.dep_ == "aux" and c.lower_ == "to" for c in token.children
-        ):
-            if any(c.dep_ in {"dobj", "dative", "iobj"} for c in head.children):
-                return -1  # "asked Ana to visit": Ana visits
-        else:
-            return -1
+        if token.dep_ != "conj":
+            infinitive = token.dep_ in {"xcomp", "advcl"} and any(
+                c.dep_ == "aux" and c.lower_ == "to" for c in token.children
+            )
+            # "asked Ana to visit": Ana visits, not who asked.
+            if not infinitive or any(c.dep_ in {"dobj", "dative", "iobj"} for c in head.children):
+                return -1
         token = head
     return -1
 

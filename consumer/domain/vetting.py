@@ -225,8 +225,13 @@ class MatchVetter:
             for found in state.neighbours.get(candidate.event.event_id, [])
             if found.memory is not None and found.score >= self._full_matches_from
         )
+        return self._first_to_parse([existing for _, _, existing in in_band], new)
+
+    def _first_to_parse(self, matches: Sequence[str], new: str) -> list[str]:
+        """The texts of the first `_PRIMED_MATCHES` pairs of `new` with `matches`
+        (best first) that need a parse, each stored text with the new one."""
         texts: list[str] = []
-        for _, _, existing in in_band:
+        for existing in matches:
             if self._needs_a_parse(existing, new):
                 texts += [existing, new]
                 if len(texts) == 2 * _PRIMED_MATCHES:
@@ -257,14 +262,10 @@ class MatchVetter:
             scores = matrix @ matrix.T
             for later, candidate in enumerate(members):
                 earlier = np.flatnonzero(scores[later, :later] >= self._full_matches_from)
-                primed = 0
-                for index in sorted(earlier.tolist(), key=lambda i: -scores[later, i]):
-                    existing = members[index].event.content
-                    if self._needs_a_parse(existing, candidate.event.content):
-                        texts += [existing, candidate.event.content]
-                        primed += 1
-                        if primed == _PRIMED_MATCHES:
-                            break
+                best_first = sorted(earlier.tolist(), key=lambda i: -scores[later, i])
+                texts += self._first_to_parse(
+                    [members[i].event.content for i in best_first], candidate.event.content
+                )
         return texts
 
     async def _guard_veto(self, existing: str, new: str) -> GuardVeto | None:
