@@ -452,3 +452,32 @@ async def test_wanting_what_the_user_prefers_is_the_same_preference(
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
     decisions = await decide_after_stored(settings, real_embedder, PREFERENCE_STORED, WANTED)
     assert_folded(decisions, "q1", into="p1", outcomes=("merged", "skipped"))
+
+
+FORMATS_STORED = [
+    event("d1", "User and Priya split the rent 70/30, with the user paying more."),
+    event("d2", "User's father has type II diabetes."),
+    event("d3", "The greenhouse thermostat is set to 72°F."),
+    event("d4", "User married Tom on 14 August 2019."),
+]
+FORMATS_WRITTEN_OUT = [
+    event("e1", "I pay 70% of the rent and Priya covers the other 30%."),
+    event("e2", "My dad has type 2 diabetes."),
+    event("e3", "Greenhouse thermostat: 72F"),
+    event("e4", "User married Tom on 14/08/2019."),
+    event("e5", "User married Tom on 15/08/2019."),
+]
+
+
+async def test_equal_amounts_in_other_formats_are_one_fact(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    # Shares of a whole, roman numerals, degrees without their sign and a date
+    # with its year in figures: each was kept apart by the numbers guard.
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(
+        settings, real_embedder, FORMATS_STORED, FORMATS_WRITTEN_OUT
+    )
+    for new, stored in (("e1", "d1"), ("e2", "d2"), ("e3", "d3"), ("e4", "d4")):
+        assert_folded(decisions, new, into=stored, outcomes=("merged", "skipped"))
+    assert_kept_apart(decisions, "e5", from_="d4", guard="numbers")

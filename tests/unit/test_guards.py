@@ -570,6 +570,23 @@ FORMATS_PASS = [
     ("The cat gets half a tablet of thyroid medication twice a day.",
      "Twice daily, our cat is given 0.5 of a thyroid tablet."),
     ("User eats half an apple at lunch.", "User eats half of an apple at lunch."),
+    # shares of a whole, an even split
+    ("Splits rent 60/40 with roommate Dana", "Pays 60% of the rent; Dana covers the other 40%"),
+    ("Splits utilities 50/50 with roommate Dev", "Splits utilities evenly with roommate Dev"),
+    # dates: day, month and year; either order of a slash date; a short year
+    ("Married Hannah on 22 June 2016.", "Married Hannah on 22/06/2016."),
+    ("The migration must ship by Friday, Oct 4.", "migration due Fri 10/4"),
+    ("Pays tax in two installments (Apr 1 and Oct 1)", "Pays tax in 2 installments: 4/1 and 10/1"),
+    ("Has lived in Berlin since 2022.", "Berlin since '22"),
+    # degrees without their sign, a decimal comma beside a euro, roman numerals
+    ("Thermostat is set to 68°F by day and 62°F at night.", "Thermostat: 68F day / 62F night"),
+    ("Waiting on a €89.50 refund from Lumo Shoes", "Expecting a refund of 89,50 € from Lumo Shoes"),
+    ("User's mother has type 2 diabetes.", "User's mother has type II diabetes."),
+    # an hour with no am/pm, a calendar abbreviation standing alone
+    ("Walks the dog at 6 AM on weekdays.", "Walks the dog at 6 every weekday morning."),
+    ("Prefers appointments before 10 AM.", "Prefers appointments before 10."),
+    ("Bottling the IPA on Saturday.", "IPA bottling Sat."),
+    ("The team dropped Redux in January.", "Jan: team dropped Redux"),
 ]  # fmt: skip
 FORMATS_VETO = [
     ("User is in Lisbon from 3 to 10 May.", "User is in Lisbon May 3-11."),
@@ -580,7 +597,21 @@ FORMATS_VETO = [
     ("The team will migrate CI in Q3.", "The team will migrate CI in the fourth quarter."),
     ("The cat gets half a tablet twice a day.", "The cat gets one tablet twice a day."),
     ("The cat gets half a tablet twice a day.", "The cat gets a tablet twice a day."),
-]
+    ("Splits rent 60/40 with roommate Dana", "Pays 70% of the rent; Dana covers the other 30%"),
+    ("Splits the bill 50/50 with Dev", "Splits the bill 60/40 with Dev"),
+    ("Married Hannah on 22 June 2016.", "Married Hannah on 23/06/2016."),
+    ("The migration must ship by Friday, Oct 4.", "migration due Fri 10/5"),
+    # the day must stand beside its month, not elsewhere in the text
+    ("Pays tax in two installments (Apr 1 and Oct 1)", "Pays tax in 2 installments: 4/2 and 10/1"),
+    ("Has lived in Berlin since 2022.", "Berlin since '21"),
+    ("Thermostat is set to 68°F by day and 62°F at night.", "Thermostat: 68F day / 64F night"),
+    ("Waiting on a €89.50 refund from Lumo Shoes", "Expecting a refund of 89,60 € from Lumo Shoes"),
+    ("User's mother has type 1 diabetes.", "User's mother has type II diabetes."),
+    ("Walks the dog at 7 AM on weekdays.", "Walks the dog at 6 every weekday morning."),
+    ("Bottling the IPA on Sunday.", "IPA bottling Sat."),
+    # "Jan" beside a word is a name
+    ("Meets Jan every Monday", "Meets every Monday in January"),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("existing", "new"), FORMATS_PASS)

@@ -28,6 +28,8 @@ _OCLOCK_RE: Final = re.compile(r"(?<![\w:.])(\d{1,2})\s*o'?clock\b", re.IGNORECA
 # "2026-08-09" and "06/2027": a date, spelled as the word pass spells one.
 _ISO_DATE_RE: Final = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})")
 _MONTH_YEAR_RE: Final = re.compile(r"(\d{1,2})/(\d{4})")
+# "22/06/2016", "06/22/2016", "22.06.2016": a day and a month in either order, then the year.
+_DAY_MONTH_YEAR_RE: Final = re.compile(r"(\d{1,2})([/.-])(\d{1,2})\2(\d{4})")
 _DAY_AND_MONTH_RE: Final = re.compile(r"(\d{1,2})/(\d{1,2})")
 _NOT_DATES: Final = frozenset({"24/7"})  # "around the clock"
 _MONTH_NAMES: Final = (
@@ -97,14 +99,20 @@ def _range_start(match: re.Match[str]) -> str:
 
 def _date_parts(token: str) -> list[str]:
     """A numeric date as its parts, as "9 August 2026" gives them: year, month
-    name, day ("2026-08-09"); month and year ("06/2027"); day and month where only
-    one order is a date ("14/06", "12/25"; not "03/04", nor "60/40"). Empty for
-    anything else."""
+        name, day ("2026-08-09"); month and year ("06/2027"); day and month where only
+        one order is a date ("14/06", "12/25"; not "03/04", nor "60/40"), with the
+    year after them too ("22/06/2016"). Empty for
+        anything else."""
     iso = _ISO_DATE_RE.fullmatch(token)
     if iso:
         year, month, day = (int(part) for part in iso.groups())
         if 1 <= month <= 12 and 1 <= day <= 31:
             return [str(year), _MONTH_NAMES[month - 1], str(day)]
+    day_month_year = _DAY_MONTH_YEAR_RE.fullmatch(token)
+    if day_month_year:
+        day_or_month, _, month_or_day, full_year = day_month_year.groups()
+        month_and_day = _month_and_day(int(day_or_month), int(month_or_day))
+        return [full_year, *month_and_day] if month_and_day else []
     month_year = _MONTH_YEAR_RE.fullmatch(token)
     if month_year:
         month, year = int(month_year.group(1)), int(month_year.group(2))
@@ -112,11 +120,17 @@ def _date_parts(token: str) -> list[str]:
             return [_MONTH_NAMES[month - 1], str(year)]
     day_and_month = _DAY_AND_MONTH_RE.fullmatch(token)
     if day_and_month and token not in _NOT_DATES:
-        first, second = int(day_and_month.group(1)), int(day_and_month.group(2))
-        if 12 < first <= 31 and 1 <= second <= 12:
-            return [_MONTH_NAMES[second - 1], str(first)]
-        if 12 < second <= 31 and 1 <= first <= 12:
-            return [_MONTH_NAMES[first - 1], str(second)]
+        return _month_and_day(int(day_and_month.group(1)), int(day_and_month.group(2)))
+    return []
+
+
+def _month_and_day(first: int, second: int) -> list[str]:
+    """Month name and day of a numeric date whose order only one reading allows
+    ("14/06", "12/25"); empty when both or neither do ("03/04", "60/40")."""
+    if 12 < first <= 31 and 1 <= second <= 12:
+        return [_MONTH_NAMES[second - 1], str(first)]
+    if 12 < second <= 31 and 1 <= first <= 12:
+        return [_MONTH_NAMES[first - 1], str(second)]
     return []
 
 

@@ -185,6 +185,20 @@ def _letter_label(suffix: str) -> bool:
     return (suffix.isupper() and suffix != "L") or not is_unit_letter(low)
 
 
+_SHARES_RE: Final = re.compile(r"(\d{1,2})/(\d{1,2})")
+
+
+def _shares(token: str) -> list[str]:
+    """Two shares of a whole: "60/40" gives [60, 40], as "60% ... 40%" does
+    ("50/50" gives [50]); a descending pair that does not add up to 100 is no
+    split ("24/7", "6/2")."""
+    shares = _SHARES_RE.fullmatch(token)
+    if shares is None:
+        return []
+    first, second = (int(number) for number in shares.groups())
+    return sorted({str(first), str(second)}) if first + second == 100 else []
+
+
 def _number_range(token: str) -> list[str]:
     """A range of two numbers as both: "3-10" gives [3, 10]; empty for anything else."""
     number_range = _NUMBER_RANGE_RE.fullmatch(token) if len(token) <= 9 else None
@@ -313,7 +327,12 @@ def _read_quantities(text: str) -> tuple[frozenset[str], frozenset[str], int]:
         if len(parts) > 1 and all(len(p) >= 3 and not p.isdigit() for p in parts):
             # "Black/isort/Flake8": a list of names, each read on its own
             return " ".join(_DIGIT_TOKEN_RE.sub(digits, part) for part in parts)
-        found.extend(_date_parts(token) or _number_range(token) or [_canonical_digit_token(token)])
+        found.extend(
+            _date_parts(token)
+            or _number_range(token)
+            or _shares(token)
+            or [_canonical_digit_token(token)]
+        )
         return _SENTINEL_PAD
 
     rest = text
@@ -347,7 +366,8 @@ _NOT_A_DECADE_AFTER: Final = frozenset(
 )  # fmt: skip
 _MONTH_WORDS: Final = "|".join(sorted({*_MONTH_NAMES, *_ABBREVIATIONS}, key=len, reverse=True))
 _SHORT_YEAR_RE: Final = re.compile(
-    rf"\b((?:{_MONTH_WORDS})\.?|spring|summer|autumn|fall|winter)\s+['\u2019](\d{{2}})\b"
+    rf"\b((?:{_MONTH_WORDS})\.?|spring|summer|autumn|fall|winter|since|in|from|until|till|by|of)"
+    r"\s+['\u2019](\d{2})\b"
     r"(?!['\u2019]?s\b)",
     re.IGNORECASE,
 )
@@ -355,6 +375,18 @@ _SPACED_CODE_RE: Final = re.compile(r"\b([A-Z]{2,3}) (\d{2,5})\b(?![-.,:/]\d)")
 _YEAR_RE: Final = re.compile(r"(?:19|20)\d\d")
 _NOT_CODES: Final = frozenset({"am", "pm", "utc", "gmt", "cet", "est", "pst", "et", "pt", "bst"})
 _LETTER_IN_PARENS_RE: Final = re.compile(r"(\d)\(([a-zA-Z])\)")
+# "89,50 €", "€89,50": a decimal comma, as the euro countries write it.
+_EURO_DECIMAL_RE: Final = re.compile(
+    r"(?<![\d,.])(\d+),(\d{2})(?=\s?(?:€|EUR\b|euros?\b))|(?<=€)\s?(\d+),(\d{2})(?![\d,])",
+    re.IGNORECASE,
+)
+# "type II", "stage III", "Phase IV": a numbered kind written in roman numerals.
+_ROMAN_RE: Final = re.compile(
+    r"\b((?i:type|stage|grade|phase|level|tier|part|chapter|season|volume|world war))"
+    r"\s+(I{1,3}|IV|VI{0,3}|IX|X)\b"
+)
+_ROMAN_VALUES: Final = {"I": 1, "II": 2, "III": 3, "IV": 4, "V": 5, "VI": 6, "VII": 7,
+                        "VIII": 8, "IX": 9, "X": 10}  # fmt: skip
 
 
 def _one_spelling(text: str) -> str:
@@ -362,15 +394,27 @@ def _one_spelling(text: str) -> str:
     ("'90s", "90s" -> "1990s"), a year after a month or season ("Jan '25" ->
     "Jan 2025"), a code split by a space ("UA 857" -> "UA857"; not a currency
     or a unit: "USD 500", "KM 12") and a letter in parentheses ("401(k)" ->
-    "401k"). Callers pass the text through it once, before any reader."""
+    "401k"), a numbered kind in roman numerals ("type II" -> "type 2") and a
+    decimal comma beside a euro ("89,50 €" -> "89.50 €"). Callers pass the text
+    through it once, before any reader."""
+    if "I" in text or "V" in text or "X" in text:
+        text = _ROMAN_RE.sub(lambda m: f"{m.group(1)} {_ROMAN_VALUES[m.group(2)]}", text)
     if not _HAS_DIGIT_RE.search(text):
         return text
+    if "," in text and ("€" in text or "eur" in text.lower()):
+        text = _EURO_DECIMAL_RE.sub(_euro_decimal, text)
     if "0" in text:
         text = _DECADE_RE.sub(_decade, text)
     if "'" in text or "\u2019" in text:
         text = _SHORT_YEAR_RE.sub(lambda m: f"{m.group(1)} {_century(m.group(2))}", text)
     text = _SPACED_CODE_RE.sub(_joined_code, text)
     return _LETTER_IN_PARENS_RE.sub(r"\1\2", text) if "(" in text else text
+
+
+def _euro_decimal(match: re.Match[str]) -> str:
+    if match.group(1) is not None:
+        return f"{match.group(1)}.{match.group(2)}"
+    return f"{match.group(3)}.{match.group(4)}"
 
 
 def _century(two_digits: str) -> str:
@@ -640,7 +684,13 @@ def _numbers_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
     but a numeronym the other text writes out is no difference ("k8s" /
     "Kubernetes", "e2e" / "end-to-end"), and names joined by slashes
     ("Black/isort/Flake8") are read one by one;
-    "no cats" / "zero cats" vetoes.
+    "no cats" / "zero cats" vetoes. Shares of a whole ("60/40" = "60% ...
+    40%", "50/50" = "evenly"), a date with its year in figures ("22/06/2016"),
+    a slash date either order allows ("10/4" = "Oct 4" or "10 April") when the
+    other text writes the day beside its month, "since '22", "type II",
+    "89,50 €", "68F" = "68°F", an hour with no am/pm after "at", "before", ...
+    ("at 6" = "6 AM" or "6 PM") and a capitalised "Sat" or "Jan" standing alone
+    are equal to their plain forms.
     """
     return (
         _amounts_veto(qa, qb)
@@ -727,6 +777,8 @@ def _amounts_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
         return None  # "a 10 km loop" / "a 10K loop"
     if _slash_date_written_out(qa, qb) or _slash_date_written_out(qb, qa):
         return None  # "by 6/30" / "by June 30"
+    if _written_another_way(qa, qb) or _written_another_way(qb, qa):
+        return None  # "split 50/50" / "split evenly", "68F" / "68°F", "at 6" / "6 AM"
     detail = f"numbers differ: {_format_values(a - b)} vs {_format_values(b - a)}"
     return GuardVeto(GuardName.NUMBERS, detail[:_MAX_DETAIL])
 
@@ -773,15 +825,122 @@ def _slash_date_written_out(slashed: _Quantities, named: _Quantities) -> bool:
     only_slashed, only_named = slashed.raw - named.raw, named.raw - slashed.raw
     if not only_slashed or not only_named:
         return False
-    months: set[str] = set()
+    explained: set[str] = set()
     names: set[str] = set()
     for match in _SLASH_DATE_RE.finditer(slashed.text):
-        for month, day in (match.groups(), match.groups()[::-1]):
+        first, second = (str(int(number)) for number in match.groups())
+        # Read as the reader wrote it: split ("6/30": 6 and 30) or, where either
+        # order is a date, as one token ("10/4": "10-4", October 4 or 10 April).
+        joined = f"{first}-{second}" in slashed.raw
+        for month, day in ((first, second), (second, first)):
             name = _MONTH_NAMES[int(month) - 1] if 1 <= int(month) <= 12 else ""
-            if name in named.raw and day in named.raw and str(int(day)) in slashed.raw:
-                months.add(str(int(month)))
+            if name not in named.raw or not _month_day_written(name, day, named.text):
+                continue
+            if joined:
+                explained.add(f"{first}-{second}")
+                names.update((name, day))
+            elif day in slashed.raw:
+                explained.add(month)
                 names.add(name)
-    return bool(months) and only_slashed <= months and only_named <= names
+    return bool(explained) and only_slashed <= explained and only_named <= names
+
+
+_EVEN_SPLIT_RE: Final = re.compile(r"\b50\s?[/-]\s?50\b|\bfifty[- ]fifty\b", re.IGNORECASE)
+_EVEN_SPLIT_WORDS_RE: Final = re.compile(
+    r"\b(?:evenly|equally|half[- ]and[- ]half|down the middle|in half|halves)\b", re.IGNORECASE
+)
+_UNMARKED_DEGREES_RE: Final = re.compile(r"(\d+(?:\.\d+)?)([fc])")
+_TIME_CUE_BEFORE_HOUR: Final = r"\b(?:at|before|after|by|until|till|around|from|to)\s+"
+_CALENDAR_ABBREVIATIONS: Final[dict[str, tuple[str, ...]]] = {}
+for _short, _name in _ABBREVIATIONS.items():
+    _CALENDAR_ABBREVIATIONS[_name] = (*_CALENDAR_ABBREVIATIONS.get(_name, ()), _short)
+
+
+def _written_another_way(one: _Quantities, other: _Quantities) -> bool:
+    """Whether every quantity that differs is one `one` writes in a form the
+    reader leaves as written and `other` states plainly, nothing else differing:
+    an even split ("50/50" / "evenly", "half-and-half"), degrees without their
+    sign ("68F" / "68°F"), an hour with no am/pm after "at", "before", ...
+    ("at 6" / "6 AM", "06:00", "18:00"), or a capitalised weekday or month
+    abbreviation that also names other things ("Sat" / "Saturday", "Jan" /
+    "January"): the reader keeps those apart, read on its own."""
+    only_one, only_other = one.raw - other.raw, other.raw - one.raw
+    if not only_one and not only_other:
+        return False
+    if only_one == {"50"} and not only_other:
+        return bool(_EVEN_SPLIT_RE.search(one.text)) and bool(
+            _EVEN_SPLIT_WORDS_RE.search(other.text)
+        )
+    if only_one and not only_other:
+        return False
+    if _bare_hours(one, only_one, only_other):
+        return True
+    if not only_one:
+        return _abbreviated_calendar_names(only_other, one.text)
+    return _unmarked_degrees(only_one, only_other, other.text)
+
+
+def _unmarked_degrees(unmarked: frozenset[str], marked: frozenset[str], text: str) -> bool:
+    """Whether each of `unmarked` ("68f") is a number `marked` has ("68") that
+    `text` writes with its degree sign ("68°F", "68 °F")."""
+    numbers: set[str] = set()
+    for value in unmarked:
+        match = _UNMARKED_DEGREES_RE.fullmatch(value)
+        if match is None:
+            return False
+        number, scale = match.groups()
+        if (
+            re.search(rf"(?<![\d.]){re.escape(number)}\s?°\s?{scale}\b", text, re.IGNORECASE)
+            is None
+        ):
+            return False
+        numbers.add(number)
+    return numbers == marked
+
+
+def _bare_hours(bare: _Quantities, only_bare: frozenset[str], clock: frozenset[str]) -> bool:
+    """Whether each of `clock` is a time on the hour ("06:00", "18:00") that
+    `bare` gives as an hour of a 12-hour clock after "at", "before", "until", ...
+    with no minutes or am/pm ("at 6"), and those hours are all `bare` has
+    that the other text has not (an hour it also counts with is shared: "6 days
+    a week, at 6")."""
+    hours: set[str] = set()
+    for time in clock:
+        hour, _, minute = time.partition(":")
+        if minute != "00" or not hour.isdigit():
+            return False
+        twelve = str(int(hour) % 12 or 12)
+        written = re.search(
+            rf"{_TIME_CUE_BEFORE_HOUR}{twelve}\b(?![:.,]?\d)", bare.text, re.IGNORECASE
+        )
+        if twelve not in bare.raw or written is None:
+            return False
+        hours.add(twelve)
+    return bool(clock) and only_bare <= hours
+
+
+def _abbreviated_calendar_names(names: frozenset[str], text: str) -> bool:
+    """Whether each of `names` (weekdays, months) is in `text` as its capitalised
+    abbreviation ("Sat", "Jan:"), which the reader, alone, takes for a word."""
+    for name in names:
+        shorts = _CALENDAR_ABBREVIATIONS.get(name, ())
+        pattern = "|".join(short.capitalize() for short in shorts)
+        # Standing alone ("Sat,", "Jan:"), not "meets Jan every Monday".
+        if (
+            not pattern
+            or re.search(rf"\b(?:{pattern})\.?(?:[,:;)]|\s[-\u2013\u2014]|$)", text) is None
+        ):
+            return False
+    return True
+
+
+def _month_day_written(month: str, day: str, text: str) -> bool:
+    """Whether `text` writes the day beside its month ("June 30", "Jun 30th",
+    "30 June", "the 30th of June")."""
+    names = "|".join([month, *_CALENDAR_ABBREVIATIONS.get(month, ())])
+    ordinal = rf"{day}(?:st|nd|rd|th)?"
+    pattern = rf"\b(?:{names})\.?,?\s+{ordinal}\b|\b{ordinal}\s+(?:of\s+)?(?:{names})\b"
+    return re.search(pattern, text, re.IGNORECASE) is not None
 
 
 def _article_one(other: _Quantities, one: _Quantities, only_other: frozenset[str]) -> bool:
