@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from consumer.domain.guards import (
     ALTERNATE_WORDS,
+    CALENDAR_ABBREVIATIONS,
     SPOKEN_CLOCK_WORDS,
     alternate_period,
     spoken_clock,
@@ -359,9 +360,21 @@ def _negated(token: Token) -> bool:
     """Negated itself, or through its preposition ("but not to dogs")."""
     heads = [token, token.head] if token.dep_ == "pobj" else [token]
     return any(
-        child.dep_ == "neg" or child.lemma_.lower() in {"never", "no"}
+        (child.dep_ == "neg" or child.lemma_.lower() in {"never", "no"}) and not _number_sign(child)
         for head in heads
         for child in head.children
+    )
+
+
+def _number_sign(token: Token) -> bool:
+    """ "no." of "ticket no. 4471", "No. 5": the sign for "number", no negation."""
+    if token.lower_ not in {"no", "no."}:
+        return False
+    after = token.doc[token.i + 1 : token.i + 3]
+    return (
+        token.lower_ == "no."
+        or any(t.text == "." for t in after[:1])
+        or (len(after) > 0 and (after[0].like_num or after[0].text == "#"))
     )
 
 
@@ -866,7 +879,30 @@ def _variant(a: Word, b: Word) -> bool:
     # Verbs are written out, even in notes: "go" is no abbreviation of "grow".
     verbs = a.pos == b.pos == "VERB"
     abbreviation = _abbreviates(a.key, b.key) or _abbreviates(b.key, a.key)
-    return (abbreviation and not verbs) or _spelling_variant(a.key, b.key) or _same_time(a, b)
+    return (
+        (abbreviation and not verbs)
+        or _spelling_variant(a.key, b.key)
+        or _same_time(a, b)
+        or _same_date_or_day_part(a.key, b.key)
+    )
+
+
+# "AM" / "PM" standing alone, as notes write a part of the day ("Meds: 50 mg, AM").
+_DAY_PARTS: Final[dict[str, frozenset[str]]] = {
+    "am": frozenset({"morning"}),
+    "a.m.": frozenset({"morning"}),
+    "pm": frozenset({"afternoon", "evening"}),
+    "p.m.": frozenset({"afternoon", "evening"}),
+}
+
+
+def _same_date_or_day_part(a: str, b: str) -> bool:
+    """ "Jun" / "June", "Sept" / "September", "AM" / "morning": one month,
+    weekday or part of the day, one side abbreviated."""
+    x, y = a.rstrip("."), b.rstrip(".")
+    if CALENDAR_ABBREVIATIONS.get(x, x) == CALENDAR_ABBREVIATIONS.get(y, y):
+        return x != y
+    return b in _DAY_PARTS.get(a, ()) or a in _DAY_PARTS.get(b, ())
 
 
 def _same_time(a: Word, b: Word) -> bool:

@@ -339,6 +339,9 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         # "thinking of / about" doing is considering it
         ("User is thinking of selling the car.", "User sold the car.", "time_change"),
         ("User is thinking of moving to Lisbon.", "User is considering moving to Lisbon.", None),
+        ("The vaccination is due in June.", "Vaccination due Jul", "value_change"),
+        ("User practices piano every morning.", "Piano practice every PM", "value_change"),
+        ("User has cats.", "User has no cats.", "negation"),
         # "past" of a spoken time is part of the time, no past of the fact
         (
             "Piano lesson on Thursday at 4:30 PM.",
@@ -406,6 +409,10 @@ def test_a_changed_fact_is_vetoed_with_its_kind(
         # "last" before a duration is the verb, not "the last 14 days"
         ("Sprints are two weeks long.", "Sprints last 14 days."),
         ("Piano lessons are on Thursdays and last 45 minutes.", "Piano lessons: Thu, 45 min"),
+        # a month or a part of the day abbreviated, "no." for "number"
+        ("The vaccination is due in June.", "Vaccination due Jun"),
+        ("User practices piano every morning.", "Piano practice every AM"),
+        ("Pick up the dry cleaning, ticket 4471.", "Dry cleaning pickup, ticket no. 4471"),
     ],
 )
 def test_the_same_fact_in_other_words_passes(aligner: PairAligner, existing: str, new: str) -> None:

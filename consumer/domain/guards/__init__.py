@@ -39,6 +39,7 @@ from consumer.domain.guards.checks import (
     quantities_may_trade,
     text_signals,
 )
+from consumer.domain.guards.dates import CALENDAR_ABBREVIATIONS
 from consumer.domain.guards.numbers import (
     ALTERNATE_WORDS,
     SPOKEN_CLOCK_WORDS,
@@ -49,6 +50,7 @@ from consumer.domain.vetoes import GuardName, GuardVeto, related_kind
 
 __all__ = [
     "ALTERNATE_WORDS",
+    "CALENDAR_ABBREVIATIONS",
     "SPOKEN_CLOCK_WORDS",
     "GuardName",
     "GuardVeto",

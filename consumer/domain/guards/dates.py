@@ -56,6 +56,8 @@ _ABBREVIATIONS: Final[dict[str, str]] = {
     "sep": "september", "sept": "september", "oct": "october", "nov": "november",
     "dec": "december",
 }  # fmt: skip
+# Public for the alignment, which pairs "Jun" with "June" as one word.
+CALENDAR_ABBREVIATIONS: Final = _ABBREVIATIONS
 _AMBIGUOUS_ABBREVIATIONS: Final = frozenset({"jan", "mar", "sat", "sun"})
 _DATE_CUES: Final = frozenset(
     {"every", "each", "on", "next", "last", "this", "until", "by", "before", "after"}
