@@ -59,6 +59,7 @@ from consumer.domain.guards import (
     CALENDAR_ABBREVIATIONS,
     SPOKEN_CLOCK_WORDS,
     alternate_period,
+    number_value,
     spoken_clock,
 )
 from consumer.domain.units import CURRENCY_WORDS, frequencies, is_unit_word
@@ -170,6 +171,9 @@ class AlignedText:
     # Whether the text's amounts are told per member ("16 GB each") or for the
     # whole ("16 GB total"): `_amount_scopes`.
     amount_scopes: frozenset[str] = frozenset()
+    # The quantities as written, in text order: the numbers guard compares them
+    # as sets, and a skip needs them in the same order too (`_numbers_in_order`).
+    numbers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -492,8 +496,16 @@ def _words(doc: Doc) -> AlignedText:
     genders = frozenset(
         _PRONOUN_GENDERS[token.lower_] for token in doc if token.lower_ in _PRONOUN_GENDERS
     )
+    numbers = tuple(
+        number_value(token.text) for token in doc if _is_quantity(token) and not token.is_punct
+    )
     return AlignedText(
-        tuple(words), prepositions, _quantifiers(doc), genders, _amount_scopes(doc, in_rates)
+        tuple(words),
+        prepositions,
+        _quantifiers(doc),
+        genders,
+        _amount_scopes(doc, in_rates),
+        numbers,
     )
 
 
@@ -1028,7 +1040,14 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
     # University"); without a verb the parse reads no roles ("User mentors Jack"
     # tagged as nouns).
     readable = _places_readable(a) and _places_readable(b)
-    equivalent = not left and not right and same_roles and same_places and readable
+    equivalent = (
+        not left
+        and not right
+        and same_roles
+        and same_places
+        and readable
+        and _numbers_in_order(a, b)
+    )
     reordered = not left and not right and readable and not _taken_over(matched)
     return Alignment(
         veto,
@@ -1040,6 +1059,15 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         _adds_a_phrase(right),
         _adds_a_clause(right),
     )
+
+
+def _numbers_in_order(a: AlignedText, b: AlignedText) -> bool:
+    """Whether the texts give the numbers they write alike in the same order
+    ("the first 994th grader" / "the 994th first grader" do not). Numbers
+    written in other forms were compared by the numbers guard, as sets."""
+    if sorted(a.numbers) != sorted(b.numbers):
+        return True
+    return a.numbers == b.numbers
 
 
 def _adds_a_clause(added: Sequence[Word]) -> bool:

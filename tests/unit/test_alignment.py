@@ -543,6 +543,20 @@ def test_only_texts_that_align_word_for_word_are_equivalent(aligner: PairAligner
     assert detail.unmatched_existing == 0
 
 
+def test_numbers_in_another_order_are_not_equivalent(aligner: PairAligner) -> None:
+    # The numbers guard compares sets: a skip needs the numbers in the same order.
+    swapped = aligner.check(
+        "He was the first 994th grader to play for the Roosters.",
+        "He was the 994th first grader to play for the Roosters.",
+    )
+    assert not swapped.equivalent
+    assert not aligner.check(
+        "User has 2 cats and 3 dogs.", "User has 3 cats and 2 dogs."
+    ).equivalent
+    same = aligner.check("User has 2 cats and 3 dogs.", "User has two cats and three dogs.")
+    assert same.equivalent
+
+
 @pytest.mark.parametrize(
     ("existing", "new"),
     [

@@ -44,6 +44,7 @@ from consumer.domain.guards.numbers import (
     ALTERNATE_WORDS,
     SPOKEN_CLOCK_WORDS,
     alternate_period,
+    number_value,
     spoken_clock,
 )
 from consumer.domain.vetoes import GuardName, GuardVeto, related_kind
@@ -60,6 +61,7 @@ __all__ = [
     "alternate_period",
     "check_pair",
     "keeps_quantities_adds_more",
+    "number_value",
     "pair_signals",
     "quantities_may_trade",
     "related_kind",

@@ -132,6 +132,18 @@ _QUANTITY_VOCABULARY: Final = frozenset(
 )  # fmt: skip
 
 
+def number_value(token: str) -> str:
+    """One number token in the form the reader gives it ("994th" and "994" ->
+    "994", "first" and "1st" -> "1", "Twelve" -> "12"); other tokens as
+    written, in lower case."""
+    low = token.lower()
+    if low in _UNITS:
+        return str(_UNITS[low])
+    if low in _TENS:
+        return str(_TENS[low])
+    return _canonical_digit_token(token) if _HAS_DIGIT_RE.search(token) else low
+
+
 def _plain_number(value: float) -> str:
     return str(int(value)) if value == int(value) else f"{value:g}"
 
