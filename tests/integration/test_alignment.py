@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from consumer.settings import DEFAULT_DUPLICATE_THRESHOLD
 from tests.integration.harness import (
     decide_after_stored,
     event,
@@ -481,3 +482,20 @@ async def test_equal_amounts_in_other_formats_are_one_fact(
     for new, stored in (("e1", "d1"), ("e2", "d2"), ("e3", "d3"), ("e4", "d4")):
         assert_folded(decisions, new, into=stored, outcomes=("merged", "skipped"))
     assert_kept_apart(decisions, "e5", from_="d4", guard="numbers")
+
+
+ORDER_STORED = [event("r1", "User finished 1st in the 5k and third in the 10k.")]
+ORDER_SWAPPED = [event("r2", "User finished 3rd in the 5k and first in the 10k.")]
+
+
+async def test_numbers_in_another_order_are_merged_not_skipped(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    # In the skip band, every word aligned, the numbers written in other forms
+    # ("1st" / "first"): only their order differs, which the numbers guard (sets)
+    # and the word-order guard (words as written) do not see. It was skipped.
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(settings, real_embedder, ORDER_STORED, ORDER_SWAPPED)
+    body = only(decisions, "r2")
+    assert body["similarity"] >= DEFAULT_DUPLICATE_THRESHOLD
+    assert_folded(decisions, "r2", into="r1", outcomes=("merged",))
