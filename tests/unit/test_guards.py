@@ -582,6 +582,8 @@ FORMATS_PASS = [
     ("Thermostat is set to 68°F by day and 62°F at night.", "Thermostat: 68F day / 62F night"),
     ("Waiting on a €89.50 refund from Lumo Shoes", "Expecting a refund of 89,50 € from Lumo Shoes"),
     ("User's mother has type 2 diabetes.", "User's mother has type II diabetes."),
+    ("Passed Linear Algebra II in May.", "Passed Linear Algebra 2 in May."),
+    ("On Monday I swim.", "On Monday I swim laps."),  # a lone "I" is the pronoun
     # an hour with no am/pm, a calendar abbreviation standing alone
     ("Walks the dog at 6 AM on weekdays.", "Walks the dog at 6 every weekday morning."),
     ("Prefers appointments before 10 AM.", "Prefers appointments before 10."),
@@ -607,6 +609,7 @@ FORMATS_VETO = [
     ("Thermostat is set to 68°F by day and 62°F at night.", "Thermostat: 68F day / 64F night"),
     ("Waiting on a €89.50 refund from Lumo Shoes", "Expecting a refund of 89,60 € from Lumo Shoes"),
     ("User's mother has type 1 diabetes.", "User's mother has type II diabetes."),
+    ("Got a 1.7 in the Linear Algebra II exam.", "Got a 1.7 in the Linear Algebra I exam."),
     ("Walks the dog at 7 AM on weekdays.", "Walks the dog at 6 every weekday morning."),
     ("Bottling the IPA on Sunday.", "IPA bottling Sat."),
     # "Jan" beside a word is a name

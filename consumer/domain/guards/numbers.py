@@ -392,10 +392,13 @@ _EURO_DECIMAL_RE: Final = re.compile(
     r"(?<![\d,.])(\d+),(\d{2})(?=\s?(?:€|EUR\b|euros?\b))|(?<=€)\s?(\d+),(\d{2})(?![\d,])",
     re.IGNORECASE,
 )
-# "type II", "stage III", "Phase IV": a numbered kind written in roman numerals.
+# "type II", "stage III", "Phase IV": a numbered kind written in roman numerals;
+# after any capitalised name two letters or more ("Linear Algebra II"; a lone
+# "I" there is the pronoun: "On Monday I ...").
 _ROMAN_RE: Final = re.compile(
     r"\b((?i:type|stage|grade|phase|level|tier|part|chapter|season|volume|world war))"
     r"\s+(I{1,3}|IV|VI{0,3}|IX|X)\b"
+    r"|\b([A-Z][a-z]+)\s+(II|III|IV|VI{1,3}|IX)\b"
 )
 _ROMAN_VALUES: Final = {"I": 1, "II": 2, "III": 3, "IV": 4, "V": 5, "VI": 6, "VII": 7,
                         "VIII": 8, "IX": 9, "X": 10}  # fmt: skip
@@ -410,7 +413,7 @@ def _one_spelling(text: str) -> str:
     decimal comma beside a euro ("89,50 €" -> "89.50 €"). Callers pass the text
     through it once, before any reader."""
     if "I" in text or "V" in text or "X" in text:
-        text = _ROMAN_RE.sub(lambda m: f"{m.group(1)} {_ROMAN_VALUES[m.group(2)]}", text)
+        text = _ROMAN_RE.sub(_arabic, text)
     if not _HAS_DIGIT_RE.search(text):
         return text
     if "," in text and ("€" in text or "eur" in text.lower()):
@@ -421,6 +424,11 @@ def _one_spelling(text: str) -> str:
         text = _SHORT_YEAR_RE.sub(lambda m: f"{m.group(1)} {_century(m.group(2))}", text)
     text = _SPACED_CODE_RE.sub(_joined_code, text)
     return _LETTER_IN_PARENS_RE.sub(r"\1\2", text) if "(" in text else text
+
+
+def _arabic(match: re.Match[str]) -> str:
+    name, numeral = (match.group(1), match.group(2)) if match.group(1) else match.group(3, 4)
+    return f"{name} {_ROMAN_VALUES[numeral]}"
 
 
 def _euro_decimal(match: re.Match[str]) -> str:
