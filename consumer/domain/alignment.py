@@ -155,6 +155,8 @@ class Word:
     # A noun told as one ("a cat", "one sister") or as several ("cats"): "one",
     # "many" or "" (`_grammatical_count`).
     count: str = ""
+    # A verb with a "to" or "from" phrase of its own ("moving to", "switching from").
+    moves: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,12 +286,27 @@ def _frame_verb(token: Token) -> str:
     lemma = token.lemma_.lower()
     if lemma == "suppose":
         return "should"  # "is supposed to visit" = "should visit"
+    if lemma == "use" and _past_habit(token):
+        return _USED_TO
     if lemma == "think" and _framed_by_preposition(token) is not None:
         return "consider"  # "is thinking of cancelling" = "is considering cancelling"
     if lemma in _FRAME_VERBS:
         return lemma
     low = token.text.lower()
     return next((f for f in sorted(_FRAME_VERBS) if _written_form_of(low, f)), "")
+
+
+_USED_TO: Final = "used to"
+
+
+def _past_habit(use: Token) -> bool:
+    """ "used to handle": a habit that has ended; not "uses Python to automate
+    reports" (an object) nor "is used to deploy" (a passive)."""
+    return (
+        use.tag_ == "VBD"
+        and use.dep_ != "relcl"  # "the tool he used to deploy": its object is the tool
+        and not any(c.dep_ in {"dobj", "auxpass", "nsubjpass"} for c in use.children)
+    )
 
 
 def _written_form_of(low: str, verb: str) -> bool:
@@ -488,6 +505,8 @@ def _words(doc: Doc) -> AlignedText:
                 todo=verb and _told_as_todo(framed_by),
                 shared_subject=_shared_subject(token) if verb else -1,
                 count=_grammatical_count(token) if pos == "NOUN" else "",
+                moves=verb
+                and any(c.dep_ == "prep" and c.lower_ in {"to", "from"} for c in token.children),
             )
         )
     prepositions = frozenset(
@@ -1478,6 +1497,7 @@ def _judge(
             return _veto("value_change", f"'{x.key} {a}' vs '{y.key} {b}'")
     role = (
         _role_change(matched)
+        or _steps_reordered(matched)
         or _another_doer(matched)
         or _doer_demoted(matched, left, right)
         or _implicit_doer_traded(matched, left, right)
@@ -1502,6 +1522,13 @@ def _judge(
         preferred = word.key == "want" and _tells_a_preference(other_words)
         if word.key in _IRREALIS_VERBS and word.pos == "VERB" and not preferred:
             return _veto("time_change", f"'{word.key}' on one side only")
+        if _change_under_way(word) and not any(_progressive(w) for w in other_words):
+            # "is moving to the Business plan" / "is on the Business plan": a change
+            # under way, against the state it leaves or reaches.
+            return _veto("time_change", f"'{word.key}' under way on one side only")
+        if word.frame == _USED_TO and word.pos == "VERB":
+            # "used to handle scheduling": a habit that has ended, against one that holds.
+            return _veto("time_change", f"'{word.frame}' over '{word.key}' on one side only")
         if word.frame in _IRREALIS_VERBS and word.pos == "VERB" and not _tells_a_wish(other_words):
             # The frame verb is no word of its own: "the user wants it under 10".
             return _veto("time_change", f"'{word.frame}' over '{word.key}' on one side only")
@@ -1522,6 +1549,42 @@ def _judge(
             for y in right:
                 if _kind(x) == _kind(y) and _kind(x) and _same_slot(x, y):
                     return _veto("value_change", f"'{x.key}' vs '{y.key}' ({x.dep})")
+    return None
+
+
+_PRESENT_BE: Final = frozenset({"is", "are", "am", "'s", "'re", "'m", "\u2019s", "\u2019re"})
+
+
+def _progressive(word: Word) -> bool:
+    """A verb in the present progressive ("is switching", "are moving")."""
+    parts = word.text.split()
+    return (
+        word.pos == "VERB"
+        and len(parts) == 2
+        and parts[0] in _PRESENT_BE
+        and parts[1].endswith("ing")
+    )
+
+
+def _change_under_way(word: Word) -> bool:
+    """A main verb in the present progressive that goes to or from something
+    ("is switching to", "is moving from ... to"): a change not yet made."""
+    return word.dep == "ROOT" and word.moves and _progressive(word)
+
+
+def _steps_reordered(matched: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
+    """ "escalates to the secondary, then to the manager" / "... to the manager,
+    then to the secondary": with one "then" in each text, a word on the other side
+    of it comes at another step."""
+    thens = [(x, y) for x, y in matched if x.key == y.key == "then"]
+    if len(thens) != 1:
+        return None
+    then_a, then_b = thens[0]
+    for x, y in matched:
+        if x.key == "then" or x.pos not in {"NOUN", "PROPN", "ADJ"}:
+            continue
+        if (x.index < then_a.index) != (y.index < then_b.index):
+            return _veto("role_change", f"'{x.key}' at another step ('then')")
     return None
 
 

@@ -340,6 +340,25 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ("User is thinking of selling the car.", "User sold the car.", "time_change"),
         ("User is thinking of moving to Lisbon.", "User is considering moving to Lisbon.", None),
         ("The vaccination is due in June.", "Vaccination due Jul", "value_change"),
+        # a habit that has ended, a change under way, steps in another order
+        (
+            "Assistant Ana answers client emails.",
+            "Assistant Ana used to answer client emails.",
+            "time_change",
+        ),
+        ("User used to live in Oslo.", "I used to live in Oslo.", None),
+        (
+            "User's plan is the Business tier.",
+            "User is moving to the Business tier.",
+            "time_change",
+        ),
+        ("User's GP is Dr. Lind.", "User is switching from Dr. Lind to a new GP.", "time_change"),
+        ("User is moving to Leeds in May.", "User is relocating to Leeds in May.", "value_change"),
+        (
+            "Pages escalate to the secondary, then to the manager.",
+            "Pages escalate to the manager, then to the secondary.",
+            "role_change",
+        ),
         ("User practices piano every morning.", "Piano practice every PM", "value_change"),
         ("User has cats.", "User has no cats.", "negation"),
         # "past" of a spoken time is part of the time, no past of the fact
@@ -409,6 +428,12 @@ def test_a_changed_fact_is_vetoed_with_its_kind(
         # "last" before a duration is the verb, not "the last 14 days"
         ("Sprints are two weeks long.", "Sprints last 14 days."),
         ("Piano lessons are on Thursdays and last 45 minutes.", "Piano lessons: Thu, 45 min"),
+        # a progressive with no direction is no change under way; "then" in both
+        (
+            "User takes pottery classes on Wednesdays.",
+            "User is taking pottery classes on Wednesdays.",
+        ),
+        ("CI runs lint, then the unit tests.", "CI runs lint first, then the unit tests."),
         # a month or a part of the day abbreviated, "no." for "number"
         ("The vaccination is due in June.", "Vaccination due Jun"),
         ("User practices piano every morning.", "Piano practice every AM"),
