@@ -499,3 +499,24 @@ async def test_numbers_in_another_order_are_merged_not_skipped(
     body = only(decisions, "r2")
     assert body["similarity"] >= DEFAULT_DUPLICATE_THRESHOLD
     assert_folded(decisions, "r2", into="r1", outcomes=("merged",))
+
+
+ONGOING_STORED = [
+    event("g1", "Assistant Keiko answers client emails on the user's behalf."),
+    event("g2", "The team's PagerDuty contract is on the Business plan."),
+    event("g3", "Unacknowledged pages escalate to the secondary on-call, then to the manager."),
+]
+ONGOING_CHANGED = [
+    event("h1", "Assistant Keiko used to answer client emails on the user's behalf."),
+    event("h2", "The team's PagerDuty contract is moving to the Business plan."),
+    event("h3", "Unacknowledged pages escalate to the manager, then to the secondary on-call."),
+]
+
+
+async def test_an_ended_habit_a_change_under_way_and_reordered_steps_are_kept_apart(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(settings, real_embedder, ONGOING_STORED, ONGOING_CHANGED)
+    for new, stored in (("h1", "g1"), ("h2", "g2"), ("h3", "g3")):
+        assert_kept_apart(decisions, new, from_=stored, guard="alignment")
