@@ -589,6 +589,19 @@ FORMATS_PASS = [
     ("Prefers appointments before 10 AM.", "Prefers appointments before 10."),
     ("Bottling the IPA on Saturday.", "IPA bottling Sat."),
     ("The team dropped Redux in January.", "Jan: team dropped Redux"),
+    # a label and its number, a percentage as a fraction, a whole decimal, grouped
+    # digits, an ordinal compound, a vulgar fraction, a lower-case month in a note
+    ("Payment terms are net 30.", "Payment terms are Net-30."),
+    ("Keys rotate before the SOC 2 audit.", "Keys rotate before the SOC2 audit."),
+    ("The final counts for 40% of the grade.", "The final is weighted at 0.4 of the grade."),
+    ("Requires a 50% deposit.", "Requires half the fee as a deposit."),
+    ("Sets aside 25% of every payment.", "Sets aside a quarter of every payment."),
+    ("GPA is 3.82 on a 4.0 scale.", "GPA is 3.82 out of 4."),
+    ("Staging is AWS account 4471-2290-8813.", "Staging: AWS account 447122908813"),
+    ("User is a second-year student.", "User is a 2nd-year student."),
+    ("The cat gets half a tablet.", "The cat gets ½ tablet."),
+    ("The MOT is due on 22 November.", "mot due 22 nov"),
+    ("Orders 200 kg of flour.", "Orders 0.2 tonnes of flour."),
 ]  # fmt: skip
 FORMATS_VETO = [
     ("User is in Lisbon from 3 to 10 May.", "User is in Lisbon May 3-11."),
@@ -612,6 +625,13 @@ FORMATS_VETO = [
     ("Got a 1.7 in the Linear Algebra II exam.", "Got a 1.7 in the Linear Algebra I exam."),
     ("Walks the dog at 7 AM on weekdays.", "Walks the dog at 6 every weekday morning."),
     ("Bottling the IPA on Sunday.", "IPA bottling Sat."),
+    ("Payment terms are net 30.", "Payment terms are Net-60."),
+    ("The final counts for 40% of the grade.", "The final is weighted at 0.5 of the grade."),
+    ("Sets aside 30% of every payment.", "Sets aside a quarter of every payment."),
+    ("Staging is AWS account 4471-2290-8813.", "Staging: AWS account 447122908814"),
+    ("User is a third-year student.", "User is a 2nd-year student."),
+    ("The MOT is due on 22 November.", "mot due 22 dec"),
+    ("Python 3.10 is required.", "Python 3.1 is required."),
     # "Jan" beside a word is a name
     ("Meets Jan every Monday", "Meets every Monday in January"),
 ]  # fmt: skip

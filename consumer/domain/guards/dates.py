@@ -165,6 +165,8 @@ def _calendar_word(words: Sequence[str], lows: Sequence[str], i: int) -> str:
         or (low in _WEEKDAY_ABBREVIATIONS and nxt in _DAY_HALVES)
         or any(_ABBREVIATIONS.get(n, n) in _CALENDAR_NAMES for n in (prev, nxt))
     )
-    if low in _ABBREVIATIONS and words[i][0].isupper() and dated:
+    # A note in lower case ("mot due 22 nov"): beside a number, unless it is a word too.
+    beside_a_number = _SENTINEL in (prev, nxt) and low not in _AMBIGUOUS_ABBREVIATIONS
+    if low in _ABBREVIATIONS and (words[i][0].isupper() or beside_a_number) and dated:
         return _ABBREVIATIONS[low]
     return ""

@@ -65,6 +65,8 @@ _DIGIT_TOKEN_RE: Final = re.compile(
 _INT_RE: Final = re.compile(r"\d+")
 _NUMERONYM_RE: Final = re.compile(r"([^\W\d_])(\d{1,2})([^\W\d_])")
 _DECIMAL_RE: Final = re.compile(r"\d+(?:\.\d+)+")
+_WHOLE_DECIMAL_RE: Final = re.compile(r"\d+\.0+")  # "4.0" = "4"
+_ORDINAL_COMPOUND_RE: Final = re.compile(r"(\d+)(?:st|nd|rd|th)-[a-z]+(?:-[a-z]+)*")
 _VERSION_RE: Final = re.compile(r"v(\d+(?:\.\d+)*)")
 _UNIT_NUMBER_RE: Final = re.compile(r"(\d+(?:\.\d+)?)([^\W\d_]{1,3})")
 _DIGIT_SPLIT_RE: Final = re.compile(r"[-_./]")
@@ -162,10 +164,15 @@ def _canonical_digit_token(token: str) -> str:
             return _plain_number(float(value) * 1000)
         return str(int(value)) if value.isdigit() else value
     if _DECIMAL_RE.fullmatch(low):
-        return low
+        return str(int(float(low))) if _WHOLE_DECIMAL_RE.fullmatch(low) else low
+    ordinal = _ORDINAL_COMPOUND_RE.fullmatch(low)
+    if ordinal:
+        return str(int(ordinal.group(1)))  # "2nd-year" as "second-year" reads
     if not any(c.isalpha() for c in low):
         # Dates, ranges, phone numbers: keep the order, drop leading zeros.
         parts = [p for p in _DIGIT_SPLIT_RE.split(low) if p]
+        if len(parts) >= 3 and all(p.isdigit() for p in parts):
+            return "".join(parts)  # "4471-2290-8813" = "447122908813": one identifier
         return "-".join(str(int(p)) if p.isdigit() else p for p in parts)
     version = _VERSION_RE.fullmatch(low)
     if version:
@@ -412,6 +419,10 @@ def _one_spelling(text: str) -> str:
     "401k"), a numbered kind in roman numerals ("type II" -> "type 2") and a
     decimal comma beside a euro ("89,50 €" -> "89.50 €"). Callers pass the text
     through it once, before any reader."""
+    if "-" in text:
+        text = _ORDINAL_YEAR_RE.sub(lambda m: f"{_ORDINALS_BY_WORD[m.group(1).lower()]}-", text)
+    if "½" in text or "¼" in text or "¾" in text:
+        text = _VULGAR_FRACTION_RE.sub(_decimal_fraction, text)
     if "I" in text or "V" in text or "X" in text:
         text = _ROMAN_RE.sub(_arabic, text)
     if not _HAS_DIGIT_RE.search(text):
@@ -424,6 +435,22 @@ def _one_spelling(text: str) -> str:
         text = _SHORT_YEAR_RE.sub(lambda m: f"{m.group(1)} {_century(m.group(2))}", text)
     text = _SPACED_CODE_RE.sub(_joined_code, text)
     return _LETTER_IN_PARENS_RE.sub(r"\1\2", text) if "(" in text else text
+
+
+_ORDINALS_BY_WORD: Final = {"first": "1st", "second": "2nd", "third": "3rd", "fourth": "4th",
+                             "fifth": "5th", "sixth": "6th", "seventh": "7th", "eighth": "8th",
+                             "ninth": "9th", "tenth": "10th"}  # fmt: skip
+# "second-year student", "first-grade teacher": a rank, as "2nd-year" writes it.
+_ORDINAL_YEAR_RE: Final = re.compile(
+    rf"\b({'|'.join(_ORDINALS_BY_WORD)})-(?=(?:year|grade|floor|place)\b)", re.IGNORECASE
+)
+_VULGAR_FRACTIONS: Final = {"½": ".5", "¼": ".25", "¾": ".75"}
+_VULGAR_FRACTION_RE: Final = re.compile(r"(\d*)\s?([½¼¾])")
+
+
+def _decimal_fraction(match: re.Match[str]) -> str:
+    """ "½" -> "0.5", "1½" -> "1.5"."""
+    return f" {match.group(1) or '0'}{_VULGAR_FRACTIONS[match.group(2)]}"
 
 
 def _arabic(match: re.Match[str]) -> str:
@@ -700,8 +727,9 @@ def _numbers_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
     drawings" names Canadian dollars; ordinals equal cardinals ("third" = "3");
     "second" / "first" in a non-numeric sense ("second opinion") count; "May"
     and "march" are told from the modal and the verb by context only; a
-    letters+digits token is one identifier, so "python3" / "Python 3" vetoes,
-    but a numeronym the other text writes out is no difference ("k8s" /
+    letters+digits token is one identifier ("python3" / "python4" vetoes), equal
+    to the same letters and number written apart ("Python 3", "Net-30" / "net
+    30", "SOC2" / "SOC 2"), and a numeronym the other text writes out is no difference ("k8s" /
     "Kubernetes", "e2e" / "end-to-end"), and names joined by slashes
     ("Black/isort/Flake8") are read one by one;
     "no cats" / "zero cats" vetoes. Shares of a whole ("60/40" = "60% ...
@@ -710,7 +738,10 @@ def _numbers_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
     other text writes the day beside its month, "since '22", "type II",
     "89,50 €", "68F" = "68°F", an hour with no am/pm after "at", "before", ...
     ("at 6" = "6 AM" or "6 PM") and a capitalised "Sat" or "Jan" standing alone
-    are equal to their plain forms.
+    are equal to their plain forms; so are a percentage and its fraction
+    ("40%" / "0.4", "50%" / "half", "25%" / "a quarter"), "4.0" and "4", a
+    grouped identifier and its digits ("4471-2290-8813" / "447122908813"),
+    "second-year" / "2nd-year", "½" / "0.5", and a lower-case "nov" beside a number.
     """
     return (
         _amounts_veto(qa, qb)
@@ -887,6 +918,10 @@ def _written_another_way(one: _Quantities, other: _Quantities) -> bool:
     only_one, only_other = one.raw - other.raw, other.raw - one.raw
     if not only_one and not only_other:
         return False
+    if _percent_as_fraction(one, other, only_one, only_other):
+        return True
+    if _label_written_apart(only_one, only_other, other.text):
+        return True
     if only_one == {"50"} and not only_other:
         return bool(_EVEN_SPLIT_RE.search(one.text)) and bool(
             _EVEN_SPLIT_WORDS_RE.search(other.text)
@@ -898,6 +933,50 @@ def _written_another_way(one: _Quantities, other: _Quantities) -> bool:
     if not only_one:
         return _abbreviated_calendar_names(only_other, one.text)
     return _unmarked_degrees(only_one, only_other, other.text)
+
+
+_PERCENT_FRACTION_WORDS: Final[dict[str, str]] = {
+    "50": r"half", "25": r"(?:a|one)[- ]quarter", "75": r"three[- ]quarters",
+    "10": r"(?:a|one)[- ]tenth", "20": r"(?:a|one)[- ]fifth", "40": r"two[- ]fifths",
+}  # fmt: skip
+_LABEL_RE: Final = re.compile(r"([a-z]+)(\d+(?:\.\d+)?)")
+
+
+def _percent_as_fraction(
+    one: _Quantities, other: _Quantities, only_one: frozenset[str], only_other: frozenset[str]
+) -> bool:
+    """Whether each of `only_one` is a percentage ("40%", "50 percent") that
+    `other` gives as a fraction ("0.4", "half", "a quarter"), and `only_other`
+    holds only those fractions."""
+    fractions: set[str] = set()
+    for value in only_one:
+        written = rf"(?<![\d.]){re.escape(value)}\s?(?:%|percent\b|per cent\b)"
+        if not re.search(written, one.text, re.IGNORECASE):
+            return False
+        decimal = _plain_number(float(value) / 100) if _INT_RE.fullmatch(value) else ""
+        if decimal and decimal in only_other:
+            fractions.add(decimal)
+            continue
+        word = _PERCENT_FRACTION_WORDS.get(value)
+        if word is None or not re.search(rf"\b{word}\b", other.text, re.IGNORECASE):
+            return False
+    return bool(only_one) and only_other <= fractions
+
+
+def _label_written_apart(joined: frozenset[str], apart: frozenset[str], text: str) -> bool:
+    """Whether each of `joined` is a label and its number ("net30" of "Net-30",
+    "apache2.0" of "Apache-2.0") that `text` writes apart ("net 30", "Apache
+    2.0"), and `apart` holds only those numbers."""
+    numbers: set[str] = set()
+    for value in joined:
+        label = _LABEL_RE.fullmatch(value)
+        if label is None:
+            return False
+        letters, digits = label.groups()
+        if not re.search(rf"\b{letters}\s+0*{re.escape(digits)}\b", text, re.IGNORECASE):
+            return False
+        numbers.add(_canonical_digit_token(digits))
+    return bool(joined) and apart <= numbers
 
 
 def _unmarked_degrees(unmarked: frozenset[str], marked: frozenset[str], text: str) -> bool:
