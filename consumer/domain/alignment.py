@@ -414,6 +414,8 @@ def _key(token: Token) -> str:
     if low in _SELF_WORDS or token.text == _STAND_IN:
         return _SELF
     lemma = token.lemma_.lower()
+    if low == "next" and token.i + 1 < len(token.doc) and token.doc[token.i + 1].lower_ == "door":
+        return "neighbouring"  # "Gary next door": a place, no time
     if lemma in {"like", "love"} and any(c.lower_ in _WISH_AUXILIARIES for c in token.children):
         return "want"  # "would like a dog", "'d love a garden": a wish
     return _FAMILY_WORDS.get(lemma, lemma)
@@ -610,6 +612,8 @@ def _quantified_unit(token: Token) -> bool:
     in canonical units ("8 weeks" = "56 days"), so the alignment leaves it out.
     A unit with no amount ("every week") stays."""
     low = token.lower_
+    if low in _UNIT_LETTERS and token.i > 0 and token.doc[token.i - 1].like_num:
+        return True  # "0.3 s", "36 h": a unit the numbers guard reads with its amount
     if low in _FRACTION_WORDS:
         return any(
             c.lower_ == "of" and any(_quantified_unit(o) for o in c.children)
@@ -624,6 +628,7 @@ def _quantified_unit(token: Token) -> bool:
 
 
 _MERIDIEMS: Final = frozenset({"am", "pm", "a.m.", "p.m.", "a.m", "p.m"})
+_UNIT_LETTERS: Final = frozenset({"s", "h", "d"})
 
 
 def _is_quantity(token: Token) -> bool:
@@ -915,6 +920,23 @@ def _variant(a: Word, b: Word) -> bool:
         or _spelling_variant(a.key, b.key)
         or _same_time(a, b)
         or _same_date_or_day_part(a.key, b.key)
+        or _derived(a.key, b.key)
+        or _derived(b.key, a.key)
+    )
+
+
+# Suffixes that make a noun or adjective of the same word ("hyperthyroid" /
+# "hyperthyroidism", "electric" / "electricity", "function" / "functional").
+_DERIVING_SUFFIXES: Final = ("ism", "ity", "ic", "al", "ness")
+_DERIVED_STEM_MIN: Final = 7
+
+
+def _derived(stem: str, word: str) -> bool:
+    """Whether `word` is `stem` plus a suffix that keeps its meaning; stems of
+    seven letters or more ("critic" / "critical", "origin" / "original" are
+    other words)."""
+    return len(stem) >= _DERIVED_STEM_MIN and any(
+        word == stem + suffix for suffix in _DERIVING_SUFFIXES
     )
 
 

@@ -340,6 +340,8 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ("User is thinking of selling the car.", "User sold the car.", "time_change"),
         ("User is thinking of moving to Lisbon.", "User is considering moving to Lisbon.", None),
         ("The vaccination is due in June.", "Vaccination due Jul", "value_change"),
+        ("The critic praised the show.", "The critical praised the show.", "value_change"),
+        ("User moved to Oslo last year.", "User moved to Oslo next year.", "time_change"),
         # a habit that has ended, a change under way, steps in another order
         (
             "Assistant Ana answers client emails.",
@@ -428,6 +430,12 @@ def test_a_changed_fact_is_vetoed_with_its_kind(
         # "last" before a duration is the verb, not "the last 14 days"
         ("Sprints are two weeks long.", "Sprints last 14 days."),
         ("Piano lessons are on Thursdays and last 45 minutes.", "Piano lessons: Thu, 45 min"),
+        # a word and its derived noun or adjective; a unit letter after a number;
+        # "next door" is a place
+        ("The cat has hyperthyroidism.", "The cat is hyperthyroid."),
+        ("The electricity bill is paid monthly.", "The electric bill is paid monthly."),
+        ("Search requests finish under 300 ms.", "Search requests finish under 0.3 s."),
+        ("Neighbour Gary has a spare key.", "Gary next door has a spare key."),
         # a progressive with no direction is no change under way; "then" in both
         (
             "User takes pottery classes on Wednesdays.",
