@@ -157,6 +157,11 @@ class Word:
     count: str = ""
     # A verb with a "to" or "from" phrase of its own ("moving to", "switching from").
     moves: bool = False
+    # Negated only by a "not" after a comma, which sets one thing against another
+    # ("PDFs, not Figma links"): the contrast "rather than" writes another way.
+    negated_by_contrast: bool = False
+    # In the phrase after such a "not": the thing set against ("Figma links").
+    set_against: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +181,9 @@ class AlignedText:
     # The quantities as written, in text order: the numbers guard compares them
     # as sets, and a skip needs them in the same order too (`_numbers_in_order`).
     numbers: tuple[str, ...] = ()
+    # Where the text sets one thing against another without a negation ("rather
+    # than", "instead of", "as opposed to", "over"): the marker's index, else -1.
+    contrast_at: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,6 +407,23 @@ def _number_sign(token: Token) -> bool:
     )
 
 
+def _negated_by_contrast(token: Token) -> bool:
+    """Negated only by a "not" after a comma ("Sam, not Samantha"; the parser
+    may hang the "not" on either)."""
+    heads = [token, token.head] if token.dep_ == "pobj" else [token]
+    negations = [
+        child
+        for head in heads
+        for child in head.children
+        if (child.dep_ == "neg" or child.lemma_.lower() in {"never", "no"})
+        and not _number_sign(child)
+    ]
+    doc = token.doc
+    return bool(negations) and all(
+        n.lower_ == "not" and n.i > 0 and doc[n.i - 1].text == "," for n in negations
+    )
+
+
 def _negated_verb(token: Token) -> str:
     while token.dep_ in {"compound", "amod"} and token.head.i != token.i:
         token = token.head  # "night" of "the night bus"
@@ -442,6 +467,7 @@ _WISH_AUXILIARIES: Final = frozenset({"would", "'d", "\u2019d"})
 def _words(doc: Doc) -> AlignedText:
     words = []
     cleft = _cleft(doc)
+    rejected = _rejected(doc)
     in_rates = _frequency_tokens(doc)
     for token in doc:
         if _is_quantity(token):
@@ -491,6 +517,8 @@ def _words(doc: Doc) -> AlignedText:
                 head_key=_key(token.head),
                 role=_role(token),
                 negated=_negated(token),
+                negated_by_contrast=_negated_by_contrast(token),
+                set_against=token.i in rejected,
                 tense=_tense(token) if verb else "",
                 frame=_frame(token, framed_by) if verb else "",
                 light=light,
@@ -527,7 +555,35 @@ def _words(doc: Doc) -> AlignedText:
         genders,
         _amount_scopes(doc, in_rates),
         numbers,
+        _contrast_marker(doc),
     )
+
+
+_CONTRAST_WORDS: Final = frozenset({("rather", "than"), ("instead", "of"), ("opposed", "to")})
+
+
+def _contrast_marker(doc: Doc) -> int:
+    """The index of "rather than", "instead of", "as opposed to" or "over"
+    ("pytest over unittest", not "over 10,000 rows"), else -1."""
+    for token in doc[:-1]:
+        pair = (token.lower_, token.nbor().lower_)
+        if pair in _CONTRAST_WORDS or (token.lower_ == "over" and not token.nbor().like_num):
+            return token.i
+    return -1
+
+
+def _rejected(doc: Doc) -> frozenset[int]:
+    """The tokens of the phrases set against another by ", not" ("PDFs, not
+    Figma links": "Figma", "links")."""
+    found: set[int] = set()
+    for token in doc:
+        if token.lower_ != "not" or token.i == 0 or doc[token.i - 1].text != ",":
+            continue
+        for after in doc[token.i + 1 :]:
+            if after.is_punct:
+                break
+            found.add(after.i)
+    return frozenset(found)
 
 
 # Words that tell an amount is each member's ("$40 each", "16 GB apiece", "each
@@ -1056,8 +1112,18 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         # compared the rates per one unit.
         a = replace(a, words=tuple(w for w in a.words if not w.in_rate))
         b = replace(b, words=tuple(w for w in b.words if not w.in_rate))
+    # "Sam, not Samantha" / "Sam rather than Samantha": one contrast, no negation.
+    if a.contrast_at >= 0:
+        b = _contrast_not_negation(b)
+    if b.contrast_at >= 0:
+        a = _contrast_not_negation(a)
     matched, left, right = _pairs(a, b)
-    veto = per_what or _judge(matched, left, right) or _due_and_done(a, b, left, right)
+    veto = (
+        per_what
+        or _contrast_swapped(a, b, matched)
+        or _judge(matched, left, right)
+        or _due_and_done(a, b, left, right)
+    )
     if veto is None:
         veto = _root_tense(a, b, matched)
     if veto is None:
@@ -1100,6 +1166,25 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         _adds_a_phrase(right),
         _adds_a_clause(right),
     )
+
+
+def _contrast_not_negation(text: AlignedText) -> AlignedText:
+    if not any(w.negated_by_contrast for w in text.words):
+        return text
+    words = tuple(replace(w, negated=False) if w.negated_by_contrast else w for w in text.words)
+    return replace(text, words=words)
+
+
+def _contrast_swapped(
+    a: AlignedText, b: AlignedText, matched: Sequence[tuple[Word, Word]]
+) -> GuardVeto | None:
+    """ "tabs, not spaces" / "spaces rather than tabs": what one text sets against
+    comes before the other's "rather than", as the thing chosen."""
+    for x, y in matched:
+        for rejected, chosen, other in ((x, y, b), (y, x, a)):
+            if rejected.set_against and other.contrast_at >= 0 and chosen.index < other.contrast_at:
+                return _veto("role_change", f"'{rejected.key}' chosen on one side only")
+    return None
 
 
 def _numbers_in_order(a: AlignedText, b: AlignedText) -> bool:

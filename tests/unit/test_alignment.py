@@ -356,6 +356,19 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ),
         ("User's GP is Dr. Lind.", "User is switching from Dr. Lind to a new GP.", "time_change"),
         ("User is moving to Leeds in May.", "User is relocating to Leeds in May.", "value_change"),
+        # what one text sets against is what the other chooses
+        ("Prefers tabs, not spaces.", "Prefers spaces rather than tabs.", "role_change"),
+        (
+            "User goes by Sam, not Samantha.",
+            "User goes by Samantha rather than Sam.",
+            "role_change",
+        ),
+        ("Prefers tabs, not spaces.", "Prefers tabs rather than spaces.", None),
+        (
+            "User wants pytest, not unittest, for tests.",
+            "User prefers pytest over unittest for tests.",
+            None,
+        ),
         (
             "Pages escalate to the secondary, then to the manager.",
             "Pages escalate to the manager, then to the secondary.",

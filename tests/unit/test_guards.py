@@ -235,6 +235,10 @@ NEGATION_VETO = [
 ]
 
 NEGATION_PASS = [
+    # one contrast written two ways: ", not" and "rather than" / "instead of" / "over"
+    ("User goes by Sam, not Samantha.", "User prefers Sam rather than Samantha."),
+    ("Wants drafts as PDFs, not Figma links.", "Wants drafts as PDFs instead of Figma links."),
+    ("Wants pytest, not unittest.", "Prefers pytest over unittest."),
     ("User does not eat meat", "User doesn't eat meat"),
     ("The concert is not happening.", "The concert is cancelled."),
     ("User never drinks alcohol", "User does not drink alcohol"),

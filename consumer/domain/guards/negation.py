@@ -168,6 +168,11 @@ def _negation_veto(a: _Words, b: _Words) -> GuardVeto | None:
     "used to live in X" vetoes.
     """
     ca, cb = len(a.cues), len(b.cues)
+    # "PDFs, not Figma links" / "PDFs instead of Figma links": one contrast.
+    if a.contrast_cues and b.contrasts:
+        ca -= a.contrast_cues
+    if b.contrast_cues and a.contrasts:
+        cb -= b.contrast_cues
     clashes = _antonym_clashes(a, b)
     if len(clashes) % 2:
         # An odd number of antonym swaps flips the polarity once: "is not open" /

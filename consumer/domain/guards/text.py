@@ -58,6 +58,11 @@ class _Words:
     relations: frozenset[int]  # relation groups possessed: "User's son", "their manager"
     mentioned: frozenset[int]  # relation groups named anywhere ("parent of two kids")
     bag_core: tuple[str, ...]  # bag without persons, relations and light verbs
+    # "PDFs, not Figma links": cues that set one thing against another, and
+    # whether the text sets things against each other in other words ("rather
+    # than", "instead of", "over"): one contrast, written two ways.
+    contrast_cues: int = 0
+    contrasts: bool = False
 
 
 def _is_separator(unit: str) -> bool:

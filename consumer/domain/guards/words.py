@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from typing import Final
 
 from consumer.domain.guards.negation import (
@@ -72,6 +73,7 @@ def _analyse_words(lowered: str) -> _Words:
     relations: set[int] = set()
     mentioned: set[int] = set()
     possessive_at = -10
+    contrast_cues = 0
     n = len(tokens)
     skip_next = False
     for i, raw in enumerate(tokens):
@@ -89,6 +91,7 @@ def _analyse_words(lowered: str) -> _Words:
         if _is_negation_word(raw):
             if _negates(tokens, i):
                 cues.append("no longer" if raw == "no" and nxt == "longer" else raw)
+                contrast_cues += raw == "not" and prev == ","
                 units.append(_NEGATION_MARK)
                 if nxt in ("longer", "more") and raw == "no":
                     skip_next = True
@@ -158,4 +161,12 @@ def _analyse_words(lowered: str) -> _Words:
             for w in bag
             if w not in _PERSON_TOKENS and w not in _LIGHT_STEMS and w not in _RELATIONS
         ),
+        contrast_cues=contrast_cues,
+        contrasts=any(pair in _CONTRAST_PAIRS for pair in pairwise(tokens))
+        or "over" in tokens
+        or "versus" in tokens,
     )
+
+
+# "rather than", "instead of", "as opposed to": a contrast with no negation cue.
+_CONTRAST_PAIRS: Final = frozenset({("rather", "than"), ("instead", "of"), ("opposed", "to")})
