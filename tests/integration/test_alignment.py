@@ -520,3 +520,20 @@ async def test_an_ended_habit_a_change_under_way_and_reordered_steps_are_kept_ap
     decisions = await decide_after_stored(settings, real_embedder, ONGOING_STORED, ONGOING_CHANGED)
     for new, stored in (("h1", "g1"), ("h2", "g2"), ("h3", "g3")):
         assert_kept_apart(decisions, new, from_=stored, guard="alignment")
+
+
+CONTRAST_STORED = [event("t1", "User goes by Sam, not Samantha, at work.")]
+CONTRAST = [
+    event("u1", "At work the user goes by Sam rather than Samantha."),
+    event("u2", "At work the user goes by Samantha rather than Sam."),
+]
+
+
+async def test_a_contrast_written_two_ways_is_one_fact_and_its_reverse_is_not(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    # ", not" was a negation on one side only, so the same preference was kept apart.
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(settings, real_embedder, CONTRAST_STORED, CONTRAST)
+    assert_folded(decisions, "u1", into="t1", outcomes=("merged", "skipped"))
+    assert_kept_apart(decisions, "u2", from_="t1", guard="word_order")
