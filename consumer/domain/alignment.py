@@ -1627,7 +1627,8 @@ def _judge(
             return _veto("time_change", f"'{word.key}' on one side only")
         # "I want metric units" / "Prefers metric units": one preference.
         preferred = word.key == "want" and _tells_a_preference(other_words)
-        if word.key in _IRREALIS_VERBS and word.pos == "VERB" and not preferred:
+        irrealis = word.key in _IRREALIS_VERBS and not _scheduled(word)
+        if irrealis and word.pos == "VERB" and not preferred:
             return _veto("time_change", f"'{word.key}' on one side only")
         if _change_under_way(word) and not any(_progressive(w) for w in other_words):
             # "is moving to the Business plan" / "is on the Business plan": a change
@@ -1660,6 +1661,20 @@ def _judge(
 
 
 _PRESENT_BE: Final = frozenset({"is", "are", "am", "'s", "'re", "'m", "\u2019s", "\u2019re"})
+
+
+def _scheduled(word: Word) -> bool:
+    """ "work planned for April", "the fix is planned for v2.4": an event given its
+    date, as "scheduled" gives it, not someone's plan to act ("plans to move")."""
+    parts = word.text.split()
+    return (
+        word.key == "plan"
+        and parts[-1] == "planned"
+        and (word.dep == "acl" or (len(parts) == 2 and parts[0] in _BE_FORMS))
+    )
+
+
+_BE_FORMS: Final = frozenset({"is", "are", "was", "were", "be", "been", "'s", "'re"})
 
 
 def _progressive(word: Word) -> bool:

@@ -341,6 +341,7 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ("User is thinking of moving to Lisbon.", "User is considering moving to Lisbon.", None),
         ("The vaccination is due in June.", "Vaccination due Jul", "value_change"),
         ("The critic praised the show.", "The critical praised the show.", "value_change"),
+        ("User moves to Lisbon.", "User plans to move to Lisbon.", "time_change"),
         ("User moved to Oslo last year.", "User moved to Oslo next year.", "time_change"),
         # a habit that has ended, a change under way, steps in another order
         (
@@ -443,6 +444,8 @@ def test_a_changed_fact_is_vetoed_with_its_kind(
         # "last" before a duration is the verb, not "the last 14 days"
         ("Sprints are two weeks long.", "Sprints last 14 days."),
         ("Piano lessons are on Thursdays and last 45 minutes.", "Piano lessons: Thu, 45 min"),
+        # an event given its date ("planned for") is no plan to act
+        ("IPA bottling is on Saturday.", "IPA bottling planned for Saturday."),
         # a word and its derived noun or adjective; a unit letter after a number;
         # "next door" is a place
         ("The cat has hyperthyroidism.", "The cat is hyperthyroid."),
