@@ -212,6 +212,8 @@ class Alignment:
     # stored fact ("works from home on Fridays") nor a clause set against it
     # ("..., though they eat fish").
     adds_a_clause: bool = False
+    # The texts write their quantities differently ("8 weeks" / "56 days").
+    amounts_rewritten: bool = False
 
     @property
     def detail_added(self) -> bool:
@@ -227,6 +229,14 @@ class Alignment:
         of a veto."""
         one_side = self.unmatched_existing == 0 or self.unmatched_new == 0
         return one_side and not self.verb_added_on_shared
+
+    @property
+    def vouches_for_amounts(self) -> bool:
+        """Every word matched in its place and only the amounts written in other
+        forms ("every 8 weeks" / "every 56 days", "UA 857" / "UA857"): the
+        numbers guard found them equal, and the cross-encoder, which reads numbers
+        as written, is not asked to doubt them."""
+        return self.equivalent and self.amounts_rewritten
 
     @property
     def reworded(self) -> bool:
@@ -1165,6 +1175,7 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         reordered,
         _adds_a_phrase(right),
         _adds_a_clause(right),
+        amounts_rewritten=sorted(a.numbers) != sorted(b.numbers),
     )
 
 

@@ -301,8 +301,11 @@ class MatchVetter:
     ) -> GuardVeto | None:
         """The cross-encoder's "different fact" on a band match, as a verifier veto
         whose detail names it (with the stricter cut for a pair the alignment found
-        reworded); None when it agrees or is off."""
+        reworded); None when it agrees or is off, or when the alignment vouches
+        that only the amounts are written otherwise (`vouches_for_amounts`)."""
         if self._cross_encoder is None:
+            return None
+        if alignment is not None and alignment.vouches_for_amounts:
             return None
         reworded = alignment is not None and alignment.reworded
         verdict = await self._cross_encoder.verify(

@@ -81,7 +81,8 @@ def pair_veto(
         veto = alignment.veto
     if veto is None and verifier is not None:
         veto = verifier.judge(existing, new, similarity).veto()
-    if veto is None and cross_encoder is not None:
+    vouched = alignment is not None and alignment.vouches_for_amounts
+    if veto is None and cross_encoder is not None and not vouched:
         reworded = alignment is not None and alignment.reworded
         veto = cross_encoder.judge(existing, new, similarity, reworded=reworded).veto()
     return veto

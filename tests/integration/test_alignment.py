@@ -537,3 +537,19 @@ async def test_a_contrast_written_two_ways_is_one_fact_and_its_reverse_is_not(
     decisions = await decide_after_stored(settings, real_embedder, CONTRAST_STORED, CONTRAST)
     assert_folded(decisions, "u1", into="t1", outcomes=("merged", "skipped"))
     assert_kept_apart(decisions, "u2", from_="t1", guard="word_order")
+
+
+AMOUNTS_STORED = [event("v1", "User gives plasma every 4 weeks at the Riverside clinic.")]
+AMOUNTS_REWRITTEN = [event("w1", "User gives plasma every 28 days at the Riverside clinic.")]
+
+
+async def test_amounts_written_otherwise_are_not_left_to_the_cross_encoder(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    # The numbers guard equates "4 weeks" and "28 days" and the alignment matches
+    # every word; the cross-encoder, reading the numbers as written, vetoed it.
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(
+        settings, real_embedder, AMOUNTS_STORED, AMOUNTS_REWRITTEN
+    )
+    assert_folded(decisions, "w1", into="v1", outcomes=("merged", "skipped"))

@@ -592,6 +592,22 @@ def test_only_texts_that_align_word_for_word_are_equivalent(aligner: PairAligner
     assert detail.unmatched_existing == 0
 
 
+def test_the_alignment_vouches_for_amounts_written_otherwise(aligner: PairAligner) -> None:
+    # Every word in its place, only the amounts written otherwise: the
+    # cross-encoder, which reads numbers as written, is not asked.
+    rewritten = aligner.check(
+        "User gives plasma every 4 weeks.", "User gives plasma every 28 days."
+    )
+    assert rewritten.vouches_for_amounts
+    same = aligner.check("User gives plasma every 4 weeks.", "I give plasma every 4 weeks.")
+    assert same.equivalent
+    assert not same.vouches_for_amounts  # amounts as written: nothing to vouch for
+    other_words = aligner.check(
+        "User gives plasma every 4 weeks.", "User sells plasma every 28 days."
+    )
+    assert not other_words.vouches_for_amounts
+
+
 def test_numbers_in_another_order_are_not_equivalent(aligner: PairAligner) -> None:
     # The numbers guard compares sets: a skip needs the numbers in the same order.
     swapped = aligner.check(
