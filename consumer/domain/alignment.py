@@ -17,12 +17,15 @@ unmatched and in which role:
   prepositions on one word, whatever they govern ("opens before nine" / "after
   nine"); the same verb done by another participant both texts name, or by the
   doer's own team or relative ("User writes the notes" / "User's team writes the
-  notes"); "he" / "she";
+  notes"); "he" / "she"; a step moved across "then" ("to the secondary, then
+  to the manager"); what one text sets against ("tabs, not spaces") chosen by
+  the other ("spaces rather than tabs");
 - **negation**: a negation attached on one side only, or "almost" / "nearly"
   on a verb ("almost moved to Berlin");
 - **time change**: the same verb in another tense (a change of person, "knits"
   / "I knit", is none), or a modal ("might move"), "used to", "plans to",
-  "finished", "is supposed to", "would like" frame on one side only.
+  "finished", "is supposed to", "would like" frame on one side only; a change
+  under way ("is moving to the Business plan") against a state.
 
 `contained` is true when every word of one text is matched and no verb only the
 other has acts on a word both have: the cross-encoder's rescue below the band
@@ -32,7 +35,10 @@ nothing.
 `equivalent` is true when nothing at all is unmatched, every participant keeps
 its role and every word stays attached where its partner is (a list member
 where its list stands, a cleft's focus where its wh-word stands): only then may a
-semantic skip drop the new text (a merge keeps it). Quantities (numbers, dates,
+semantic skip drop the new text (a merge keeps it), and the numbers written
+alike must come in the same order. `vouches_for_amounts` is true when the texts
+are equivalent and only their amounts are written otherwise ("8 weeks" / "56
+days"): the cross-encoder is then not asked. Quantities (numbers, dates,
 times) are left to the numbers guard. The parser is loaded once and parses are cached
 per text; callers run `check` off the event loop (it is CPU work).
 
