@@ -1647,7 +1647,8 @@ def _judge(
         irrealis = word.key in _IRREALIS_VERBS and not _scheduled(word)
         if irrealis and word.pos == "VERB" and not preferred:
             return _veto("time_change", f"'{word.key}' on one side only")
-        if _change_under_way(word) and not any(_progressive(w) for w in other_words):
+        under_way = _change_under_way(word) and not _same_way(word, matched, word in left)
+        if under_way and not any(_progressive(w) for w in other_words):
             # "is moving to the Business plan" / "is on the Business plan": a change
             # under way, against the state it leaves or reaches.
             return _veto("time_change", f"'{word.key}' under way on one side only")
@@ -1703,6 +1704,18 @@ def _progressive(word: Word) -> bool:
         and parts[0] in _PRESENT_BE
         and parts[1].endswith("ing")
     )
+
+
+def _same_way(verb: Word, matched: Sequence[tuple[Word, Word]], on_left: bool) -> bool:
+    """Whether what `verb` goes to or from keeps that preposition on the other
+    side ("is travelling to Berlin" / "has a trip to Berlin"): a journey told
+    twice, not a change against a state ("is on the Business plan")."""
+    for x, y in matched:
+        mine, theirs = (x, y) if on_left else (y, x)
+        toward = mine.place[1] == verb.key and mine.role in {"prep:to", "prep:from"}
+        if toward and theirs.role == mine.role:
+            return True
+    return False
 
 
 def _change_under_way(word: Word) -> bool:
