@@ -1599,7 +1599,7 @@ def _judge(
             return _veto("negation", f"'{x.key}' negated on one side only")
     for x, y in matched:
         if x.pos in {"VERB", "AUX"} and y.pos in {"VERB", "AUX"}:
-            if x.frame != y.frame:
+            if x.frame != y.frame and not _task_both_ways(x, y):
                 return _veto("time_change", f"'{x.key}': '{x.frame}' vs '{y.frame}'")
             # "quit" is past and present alike: only a changed form is a changed tense.
             if (
@@ -1655,7 +1655,10 @@ def _judge(
         if word.frame == _USED_TO and word.pos == "VERB":
             # "used to handle scheduling": a habit that has ended, against one that holds.
             return _veto("time_change", f"'{word.frame}' over '{word.key}' on one side only")
-        if word.frame in _IRREALIS_VERBS and word.pos == "VERB" and not _tells_a_wish(other_words):
+        wished = _tells_a_wish(other_words) or (
+            word.frame == "want" and _tells_a_preference(other_words)
+        )
+        if word.frame in _IRREALIS_VERBS and word.pos == "VERB" and not wished:
             # The frame verb is no word of its own: "the user wants it under 10".
             return _veto("time_change", f"'{word.frame}' over '{word.key}' on one side only")
         if word.key in _COUNTERFACTUAL and word.dep == "advmod" and word.head_key in verbs:
@@ -1738,6 +1741,16 @@ def _steps_reordered(matched: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
         if (x.index < then_a.index) != (y.index < then_b.index):
             return _veto("role_change", f"'{x.key}' at another step ('then')")
     return None
+
+
+def _task_both_ways(a: Word, b: Word) -> bool:
+    """ "Renew passport before June" / "the passport needs to be renewed before
+    June": a note's bare verb is a task, as "must", "has to", "needs to" tell one."""
+    frames = {a.frame, b.frame}
+    if frames != {"", "must"}:
+        return False
+    bare = a if a.frame == "" else b
+    return bare.todo
 
 
 def _perfect_and_past(a: Word, b: Word) -> bool:

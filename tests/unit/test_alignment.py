@@ -342,6 +342,8 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ("The vaccination is due in June.", "Vaccination due Jul", "value_change"),
         ("The critic praised the show.", "The critical praised the show.", "value_change"),
         ("User moves to Lisbon.", "User plans to move to Lisbon.", "time_change"),
+        ("User picked up the dry cleaning.", "User must pick up the dry cleaning.", "time_change"),
+        ("User is addressed as Sam.", "User wants to be addressed as Sam.", "time_change"),
         ("User moved to Oslo last year.", "User moved to Oslo next year.", "time_change"),
         # a habit that has ended, a change under way, steps in another order
         (
@@ -444,6 +446,16 @@ def test_a_changed_fact_is_vetoed_with_its_kind(
         # "last" before a duration is the verb, not "the last 14 days"
         ("Sprints are two weeks long.", "Sprints last 14 days."),
         ("Piano lessons are on Thursdays and last 45 minutes.", "Piano lessons: Thu, 45 min"),
+        # a note's bare verb is a task, as "needs to" tells one; wanting to be
+        # called what one prefers to be called
+        (
+            "Pick up the dry cleaning on Friday.",
+            "The dry cleaning needs to be picked up on Friday.",
+        ),
+        (
+            "Prefers to be addressed as 'Jo', not 'Joanna'.",
+            "User wants to be called Jo rather than Joanna.",
+        ),
         # a journey told twice, the same "to" on both sides, is no change under way
         ("User is travelling to Berlin next month.", "User has a trip to Berlin next month."),
         # an event given its date ("planned for") is no plan to act
