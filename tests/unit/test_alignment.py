@@ -343,6 +343,7 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ("The critic praised the show.", "The critical praised the show.", "value_change"),
         ("User moves to Lisbon.", "User plans to move to Lisbon.", "time_change"),
         ("User picked up the dry cleaning.", "User must pick up the dry cleaning.", "time_change"),
+        ("User billed the client on the 3rd.", "User bills the client on the 3rd.", "time_change"),
         ("User is addressed as Sam.", "User wants to be addressed as Sam.", "time_change"),
         ("User moved to Oslo last year.", "User moved to Oslo next year.", "time_change"),
         # a habit that has ended, a change under way, steps in another order
@@ -455,6 +456,11 @@ def test_a_changed_fact_is_vetoed_with_its_kind(
         (
             "Prefers to be addressed as 'Jo', not 'Joanna'.",
             "User wants to be called Jo rather than Joanna.",
+        ),
+        # a note drops the passive's "is"
+        (
+            "Netflix plan, $15.49/mo, billed on the 3rd",
+            "The user's Netflix plan is billed on the 3rd at $15.49 a month",
         ),
         # a journey told twice, the same "to" on both sides, is no change under way
         ("User is travelling to Berlin next month.", "User has a trip to Berlin next month."),
