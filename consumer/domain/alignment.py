@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING, Any, Final
 from consumer.domain.guards import (
     ALTERNATE_WORDS,
     CALENDAR_ABBREVIATIONS,
+    CONTRAST_PAIRS,
     SPOKEN_CLOCK_WORDS,
     alternate_period,
     number_value,
@@ -187,7 +188,7 @@ class AlignedText:
     # whole ("16 GB total"): `_amount_scopes`.
     amount_scopes: frozenset[str] = frozenset()
     # The quantities as written, in text order: the numbers guard compares them
-    # as sets, and a skip needs them in the same order too (`_numbers_in_order`).
+    # as sets, and a skip needs them in the same order too (`align`).
     numbers: tuple[str, ...] = ()
     # Where the text sets one thing against another without a negation ("rather
     # than", "instead of", "as opposed to", "over"): the marker's index, else -1.
@@ -403,14 +404,21 @@ def _role(token: Token) -> str:
     return ""
 
 
-def _negated(token: Token) -> bool:
-    """Negated itself, or through its preposition ("but not to dogs")."""
+def _negations(token: Token) -> list[Token]:
+    """What negates the token, itself or through its preposition ("but not to
+    dogs"): "not", "never", "no" (not the "no." of a number)."""
     heads = [token, token.head] if token.dep_ == "pobj" else [token]
-    return any(
-        (child.dep_ == "neg" or child.lemma_.lower() in {"never", "no"}) and not _number_sign(child)
+    return [
+        child
         for head in heads
         for child in head.children
-    )
+        if (child.dep_ == "neg" or child.lemma_.lower() in {"never", "no"})
+        and not _number_sign(child)
+    ]
+
+
+def _negated(token: Token) -> bool:
+    return bool(_negations(token))
 
 
 def _number_sign(token: Token) -> bool:
@@ -428,14 +436,7 @@ def _number_sign(token: Token) -> bool:
 def _negated_by_contrast(token: Token) -> bool:
     """Negated only by a "not" after a comma ("Sam, not Samantha"; the parser
     may hang the "not" on either)."""
-    heads = [token, token.head] if token.dep_ == "pobj" else [token]
-    negations = [
-        child
-        for head in heads
-        for child in head.children
-        if (child.dep_ == "neg" or child.lemma_.lower() in {"never", "no"})
-        and not _number_sign(child)
-    ]
+    negations = _negations(token)
     doc = token.doc
     return bool(negations) and all(
         n.lower_ == "not" and n.i > 0 and doc[n.i - 1].text == "," for n in negations
@@ -578,15 +579,12 @@ def _words(doc: Doc) -> AlignedText:
     )
 
 
-_CONTRAST_WORDS: Final = frozenset({("rather", "than"), ("instead", "of"), ("opposed", "to")})
-
-
 def _contrast_marker(doc: Doc) -> int:
     """The index of "rather than", "instead of", "as opposed to" or "over"
     ("pytest over unittest", not "over 10,000 rows"), else -1."""
     for token in doc[:-1]:
         pair = (token.lower_, token.nbor().lower_)
-        if pair in _CONTRAST_WORDS or (token.lower_ == "over" and not token.nbor().like_num):
+        if pair in CONTRAST_PAIRS or (token.lower_ == "over" and not token.nbor().like_num):
             return token.i
     return -1
 
@@ -1166,13 +1164,13 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
     # University"); without a verb the parse reads no roles ("User mentors Jack"
     # tagged as nouns).
     readable = _places_readable(a) and _places_readable(b)
+    # Numbers written in other forms were compared by the numbers guard, as sets;
+    # those written alike must also come in the same order ("the first 994th
+    # grader" / "the 994th first grader").
+    amounts_rewritten = sorted(a.numbers) != sorted(b.numbers)
+    numbers_in_order = amounts_rewritten or a.numbers == b.numbers
     equivalent = (
-        not left
-        and not right
-        and same_roles
-        and same_places
-        and readable
-        and _numbers_in_order(a, b)
+        not left and not right and same_roles and same_places and readable and numbers_in_order
     )
     reordered = not left and not right and readable and not _taken_over(matched)
     return Alignment(
@@ -1184,7 +1182,7 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         reordered,
         _adds_a_phrase(right),
         _adds_a_clause(right),
-        amounts_rewritten=sorted(a.numbers) != sorted(b.numbers),
+        amounts_rewritten=amounts_rewritten,
     )
 
 
@@ -1205,15 +1203,6 @@ def _contrast_swapped(
             if rejected.set_against and other.contrast_at >= 0 and chosen.index < other.contrast_at:
                 return _veto("role_change", f"'{rejected.key}' chosen on one side only")
     return None
-
-
-def _numbers_in_order(a: AlignedText, b: AlignedText) -> bool:
-    """Whether the texts give the numbers they write alike in the same order
-    ("the first 994th grader" / "the 994th first grader" do not). Numbers
-    written in other forms were compared by the numbers guard, as sets."""
-    if sorted(a.numbers) != sorted(b.numbers):
-        return True
-    return a.numbers == b.numbers
 
 
 def _adds_a_clause(added: Sequence[Word]) -> bool:

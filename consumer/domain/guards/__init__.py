@@ -47,11 +47,13 @@ from consumer.domain.guards.numbers import (
     number_value,
     spoken_clock,
 )
+from consumer.domain.guards.text import CONTRAST_PAIRS
 from consumer.domain.vetoes import GuardName, GuardVeto, related_kind
 
 __all__ = [
     "ALTERNATE_WORDS",
     "CALENDAR_ABBREVIATIONS",
+    "CONTRAST_PAIRS",
     "SPOKEN_CLOCK_WORDS",
     "GuardName",
     "GuardVeto",

@@ -58,6 +58,11 @@ _ABBREVIATIONS: Final[dict[str, str]] = {
 }  # fmt: skip
 # Public for the alignment, which pairs "Jun" with "June" as one word.
 CALENDAR_ABBREVIATIONS: Final = _ABBREVIATIONS
+# Each weekday's and month's abbreviations ("september": "sep", "sept").
+_ABBREVIATIONS_OF: Final[dict[str, tuple[str, ...]]] = {
+    name: tuple(short for short, full in _ABBREVIATIONS.items() if full == name)
+    for name in set(_ABBREVIATIONS.values())
+}
 _AMBIGUOUS_ABBREVIATIONS: Final = frozenset({"jan", "mar", "sat", "sun"})
 _DATE_CUES: Final = frozenset(
     {"every", "each", "on", "next", "last", "this", "until", "by", "before", "after"}
@@ -101,10 +106,9 @@ def _range_start(match: re.Match[str]) -> str:
 
 def _date_parts(token: str) -> list[str]:
     """A numeric date as its parts, as "9 August 2026" gives them: year, month
-        name, day ("2026-08-09"); month and year ("06/2027"); day and month where only
-        one order is a date ("14/06", "12/25"; not "03/04", nor "60/40"), with the
-    year after them too ("22/06/2016"). Empty for
-        anything else."""
+    name, day ("2026-08-09"); month and year ("06/2027"); day and month where only
+    one order is a date ("14/06", "12/25"; not "03/04", nor "60/40"), with the
+    year after them too ("22/06/2016"). Empty for anything else."""
     iso = _ISO_DATE_RE.fullmatch(token)
     if iso:
         year, month, day = (int(part) for part in iso.groups())

@@ -17,6 +17,7 @@ from typing import Final
 
 from consumer.domain.guards.dates import (
     _ABBREVIATIONS,
+    _ABBREVIATIONS_OF,
     _DAYPART_TIMES,
     _MONTH_NAMES,
     _MONTHS,
@@ -420,7 +421,8 @@ def _one_spelling(text: str) -> str:
     decimal comma beside a euro ("89,50 €" -> "89.50 €"). Callers pass the text
     through it once, before any reader."""
     if "-" in text:
-        text = _ORDINAL_YEAR_RE.sub(lambda m: f"{_ORDINALS_BY_WORD[m.group(1).lower()]}-", text)
+        # "second-year" -> "2th-year": the ordinal compound `_canonical_digit_token` reads.
+        text = _ORDINAL_YEAR_RE.sub(lambda m: f"{_UNITS[m.group(1).lower()]}th-", text)
     if "½" in text or "¼" in text or "¾" in text:
         text = _VULGAR_FRACTION_RE.sub(_decimal_fraction, text)
     if "I" in text or "V" in text or "X" in text:
@@ -437,12 +439,11 @@ def _one_spelling(text: str) -> str:
     return _LETTER_IN_PARENS_RE.sub(r"\1\2", text) if "(" in text else text
 
 
-_ORDINALS_BY_WORD: Final = {"first": "1st", "second": "2nd", "third": "3rd", "fourth": "4th",
-                             "fifth": "5th", "sixth": "6th", "seventh": "7th", "eighth": "8th",
-                             "ninth": "9th", "tenth": "10th"}  # fmt: skip
 # "second-year student", "first-grade teacher": a rank, as "2nd-year" writes it.
 _ORDINAL_YEAR_RE: Final = re.compile(
-    rf"\b({'|'.join(_ORDINALS_BY_WORD)})-(?=(?:year|grade|floor|place)\b)", re.IGNORECASE
+    rf"\b({'|'.join(w for w in _UNITS if w.endswith(('st', 'nd', 'rd', 'th')))})-"
+    r"(?=(?:year|grade|floor|place)\b)",
+    re.IGNORECASE,
 )
 _VULGAR_FRACTIONS: Final = {"½": ".5", "¼": ".25", "¾": ".75"}
 _VULGAR_FRACTION_RE: Final = re.compile(r"(\d*)\s?([½¼¾])")
@@ -902,9 +903,6 @@ _EVEN_SPLIT_WORDS_RE: Final = re.compile(
 )
 _UNMARKED_DEGREES_RE: Final = re.compile(r"(\d+(?:\.\d+)?)([fc])")
 _TIME_CUE_BEFORE_HOUR: Final = r"\b(?:at|before|after|by|until|till|around|from|to)\s+"
-_CALENDAR_ABBREVIATIONS: Final[dict[str, tuple[str, ...]]] = {}
-for _short, _name in _ABBREVIATIONS.items():
-    _CALENDAR_ABBREVIATIONS[_name] = (*_CALENDAR_ABBREVIATIONS.get(_name, ()), _short)
 
 
 def _written_another_way(one: _Quantities, other: _Quantities) -> bool:
@@ -1022,7 +1020,7 @@ def _abbreviated_calendar_names(names: frozenset[str], text: str) -> bool:
     """Whether each of `names` (weekdays, months) is in `text` as its capitalised
     abbreviation ("Sat", "Jan:"), which the reader, alone, takes for a word."""
     for name in names:
-        shorts = _CALENDAR_ABBREVIATIONS.get(name, ())
+        shorts = _ABBREVIATIONS_OF.get(name, ())
         pattern = "|".join(short.capitalize() for short in shorts)
         # Standing alone ("Sat,", "Jan:"), not "meets Jan every Monday".
         if (
@@ -1036,7 +1034,7 @@ def _abbreviated_calendar_names(names: frozenset[str], text: str) -> bool:
 def _month_day_written(month: str, day: str, text: str) -> bool:
     """Whether `text` writes the day beside its month ("June 30", "Jun 30th",
     "30 June", "the 30th of June")."""
-    names = "|".join([month, *_CALENDAR_ABBREVIATIONS.get(month, ())])
+    names = "|".join([month, *_ABBREVIATIONS_OF.get(month, ())])
     ordinal = rf"{day}(?:st|nd|rd|th)?"
     pattern = rf"\b(?:{names})\.?,?\s+{ordinal}\b|\b{ordinal}\s+(?:of\s+)?(?:{names})\b"
     return re.search(pattern, text, re.IGNORECASE) is not None

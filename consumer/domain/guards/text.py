@@ -14,6 +14,10 @@ _SENTINEL: Final = "\u2021"
 
 _PUNCT: Final = frozenset(",;:.!?")
 
+# "rather than", "instead of", "as opposed to": words that set one thing against
+# another with no negation cue (the negation guard and the alignment read them).
+CONTRAST_PAIRS: Final = frozenset({("rather", "than"), ("instead", "of"), ("opposed", "to")})
+
 _NEGATION_MARK: Final = "~"
 _COPULA_MARK: Final = "="
 _COORD_MARK: Final = "&"

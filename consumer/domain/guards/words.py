@@ -25,6 +25,7 @@ from consumer.domain.guards.text import (
     _LABEL_PREFIX,
     _NEGATION_MARK,
     _PUNCT,
+    CONTRAST_PAIRS,
     _content,
     _labels,
     _stem,
@@ -162,11 +163,7 @@ def _analyse_words(lowered: str) -> _Words:
             if w not in _PERSON_TOKENS and w not in _LIGHT_STEMS and w not in _RELATIONS
         ),
         contrast_cues=contrast_cues,
-        contrasts=any(pair in _CONTRAST_PAIRS for pair in pairwise(tokens))
+        contrasts=any(pair in CONTRAST_PAIRS for pair in pairwise(tokens))
         or "over" in tokens
         or "versus" in tokens,
     )
-
-
-# "rather than", "instead of", "as opposed to": a contrast with no negation cue.
-_CONTRAST_PAIRS: Final = frozenset({("rather", "than"), ("instead", "of"), ("opposed", "to")})
