@@ -329,8 +329,10 @@ _USED_TO: Final = "used to"
 def _past_habit(use: Token) -> bool:
     """ "used to handle": a habit that has ended; not "uses Python to automate
     reports" (an object) nor "is used to deploy" (a passive)."""
+    # A note's "Used to ..." has no subject, and the tagger reads a participle.
+    past = use.tag_ == "VBD" or (use.tag_ == "VBN" and use.dep_ == "ROOT" and use.i == 0)
     return (
-        use.tag_ == "VBD"
+        past
         and use.dep_ != "relcl"  # "the tool he used to deploy": its object is the tool
         and not any(c.dep_ in {"dobj", "auxpass", "nsubjpass"} for c in use.children)
     )
@@ -367,7 +369,11 @@ def _frame(token: Token, framing: Token) -> str:
     """A modal or frame verb that governs `token` ("used to live", "plans to
     visit", "would like", "can drive"); `framing` is `_framing(token)`."""
     if framing != token:
-        return _frame_verb(framing)
+        frame = _frame_verb(framing)
+        outer = framing.head
+        if framing.dep_ == "xcomp" and outer != framing and _frame_verb(outer) == _USED_TO:
+            return _USED_TO  # "used to want ...": a wish that has ended
+        return frame
     if token.dep_ == "xcomp" and token.head.lemma_.lower() in _OBLIGATION_HEADS:
         return "must"  # "has to renew", "needs to renew" = "must renew"
     if token.dep_ == "advcl":
@@ -457,6 +463,9 @@ def _key(token: Token) -> str:
     low = token.text.lower()
     if low in _SELF_WORDS or token.text == _STAND_IN:
         return _SELF
+    chain = _hyphen_chains(token.doc)[0].get(token.i)
+    if chain is not None:
+        return chain
     lemma = token.lemma_.lower()
     if low == "next" and token.i + 1 < len(token.doc) and token.doc[token.i + 1].lower_ == "door":
         return "neighbouring"  # "Gary next door": a place, no time
@@ -488,10 +497,13 @@ def _words(doc: Doc) -> AlignedText:
     cleft = _cleft(doc)
     rejected = _rejected(doc)
     in_rates = _frequency_tokens(doc)
+    chains, inside_chains = _hyphen_chains(doc)
     for token in doc:
+        if token.i in inside_chains:
+            continue
         if _is_quantity(token):
             continue  # the numbers guard compares amounts, with their units
-        prefix = _hyphen_prefix(token)
+        prefix = _hyphen_prefix(token) if token.i not in chains else None
         if prefix is not None:
             words.append(prefix)
             continue
@@ -500,7 +512,7 @@ def _words(doc: Doc) -> AlignedText:
         if token.lower_ == "prior" and any(c.lower_ == "to" for c in token.children):
             continue  # "prior to handoff": a preposition ("before"), not a time of the fact
         key = _key(token)
-        pos = _pos(token)
+        pos = "NOUN" if token.i in chains else _pos(token)
         verb = pos in {"VERB", "AUX"}
         light_verb = verb and key in _LIGHT_VERBS
         if key != _SELF:
@@ -530,7 +542,7 @@ def _words(doc: Doc) -> AlignedText:
             Word(
                 index=token.i,
                 key=key,
-                text=_form(token) if verb else token.text.lower(),
+                text=_form(token) if verb else chains.get(token.i, token.text.lower()),
                 pos=pos,
                 dep=token.dep_,
                 head_key=_key(token.head),
@@ -769,6 +781,47 @@ def _joining(hyphen: Token) -> bool:
     misread (it tags the "-" of "co-founder" as a noun)."""
     before = hyphen.doc[hyphen.i - 1]
     return hyphen.text == "-" and not before.whitespace_ and not hyphen.whitespace_
+
+
+def _hyphen_chains(doc: Doc) -> tuple[dict[int, str], frozenset[int]]:
+    found: tuple[dict[int, str], frozenset[int]] | None = doc.user_data.get(_CHAINS)
+    if found is None:
+        found = doc.user_data[_CHAINS] = _find_hyphen_chains(doc)
+    return found
+
+
+_CHAINS: Final = "memdedup.hyphen_chains"
+
+
+def _find_hyphen_chains(doc: Doc) -> tuple[dict[int, str], frozenset[int]]:
+    """Words of three or more parts joined by hyphens around a preposition
+    ("brother-in-law", "editor-in-chief") are one word: a brother-in-law is no
+    brother with a detail ("four-year-old" stays three words). Returns the key of each chain at the part the rest of the sentence
+    attaches to, and the indices of its other parts and hyphens."""
+    keys: dict[int, str] = {}
+    inside: set[int] = set()
+    i = 0
+    while i < len(doc):
+        end = i
+        while (
+            end + 2 < len(doc)
+            and doc[end].is_alpha
+            and doc[end + 1].tag_ == "HYPH"
+            and doc[end + 2].is_alpha
+            and doc[end + 1].idx == doc[end].idx + len(doc[end].text)
+            and doc[end + 2].idx == doc[end + 1].idx + 1
+        ):
+            end += 2
+        parts = range(i, end + 1)
+        if end - i >= 4 and any(doc[j].tag_ == "IN" for j in parts[2:-1:2]):
+            outside = [j for j in parts if not i <= doc[j].head.i <= end or doc[j].head.i == j]
+            head = outside[0] if outside else i
+            keys[head] = "-".join(doc[j].lower_ for j in parts[::2])
+            inside.update(j for j in parts if j != head)
+            i = end + 1
+        else:
+            i += 1
+    return keys, frozenset(inside)
 
 
 def _hyphen_prefix(token: Token) -> Word | None:
@@ -1146,7 +1199,11 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
     if veto is None:
         veto = _opposed_prepositions(a, b) or _group_or_person(a, b) or _exception(a, b)
     if veto is None:
-        veto = _copula_owner_traded(a, b) or _preposition_object_made_doer(a, b, matched)
+        veto = (
+            _copula_owner_traded(a, b)
+            or _preposition_object_made_doer(a, b, matched)
+            or _named_one_made_owner(a, b, matched)
+        )
     if veto is None:
         veto = (
             _event_planned_then_done(a, b, matched)
@@ -1401,6 +1458,41 @@ def _copula_parts(text: AlignedText) -> tuple[set[str], set[str], set[str]]:
     subjects = {w.key for w in text.words if w.dep == "nsubj" and w.head_key == "be"}
     owners = {w.key for w in text.words if w.role == "poss" and w.head_key in attributes}
     return subjects, owners, attributes
+
+
+def _named_one_made_owner(
+    a: AlignedText, b: AlignedText, matched: Sequence[tuple[Word, Word]]
+) -> GuardVeto | None:
+    """A name that is a thing in one text owns that thing in the other: "Best
+    friend Anika lives in Berlin" / "Anika's best friend lives in Berlin",
+    "Sister Nadia is a dentist" / "Sister Nadia's dentist". Not the user's
+    own ("Manager is Karen" / "User's manager is Karen")."""
+    for x, y in matched:
+        for plain, owner, plain_text in ((x, y, a), (y, x, b)):
+            if owner.role != "poss" or plain.role == "poss" or owner.key == _SELF:
+                continue
+            if _is_the_thing(plain, owner.head_key, plain_text):
+                return _veto(
+                    "role_change",
+                    f"'{owner.key}': the '{owner.head_key}' vs the '{owner.head_key}''s owner",
+                )
+    return None
+
+
+def _is_the_thing(word: Word, thing: str, text: AlignedText) -> bool:
+    """Whether the text says `word` is the `thing`: in apposition to it ("friend
+    Anika", "Anika, the friend") or its subject where "be" says so ("Nadia is a
+    dentist"). A compound says less ("Halcyon beta deadline" is Halcyon's)."""
+    if word.dep == "appos" and word.head_key == thing:
+        return True
+    for other in text.words:
+        if other.key != thing:
+            continue
+        if other.dep == "appos" and other.head_key == word.key:
+            return True
+        if word.role == "subj" and other.dep == "attr" and other.head_key == word.head_key:
+            return True
+    return False
 
 
 def _preposition_object_made_doer(
@@ -1669,9 +1761,18 @@ def _judge(
     if len(left) <= _MAX_SWAP and len(right) <= _MAX_SWAP:
         for x in left:
             for y in right:
-                if _kind(x) == _kind(y) and _kind(x) and _same_slot(x, y):
+                one_stance = {x.key, y.key} == {"want", "prefer"}  # `_tells_a_preference`
+                if _kind(x) == _kind(y) and _kind(x) and _same_slot(x, y) and not one_stance:
                     return _veto("value_change", f"'{x.key}' vs '{y.key}' ({x.dep})")
+                if _relative(x) and _relative(y):
+                    # One relative for another is another person, wherever the
+                    # parse hung them ("Brother-in-law Luis" read as an adverb).
+                    return _veto("value_change", f"'{x.key}' vs '{y.key}'")
     return None
+
+
+def _relative(word: Word) -> bool:
+    return word.key.split("-")[0] in _KIN
 
 
 _PRESENT_BE: Final = frozenset({"is", "are", "am", "'s", "'re", "'m", "\u2019s", "\u2019re"})
@@ -2136,7 +2237,8 @@ class PairAligner:
             if found is not None:
                 self._cache.move_to_end(text)
                 return found
-            parsed = _words(self._pipeline()(_stand_in(text)))
+            nlp = self._pipeline()
+            parsed = _words(_with_subject(nlp, nlp(_stand_in(text))))
             self._remember(text, parsed)
             return parsed
 
@@ -2147,9 +2249,10 @@ class PairAligner:
             todo = list(dict.fromkeys(t for t in texts if t not in self._cache))
             if not todo:
                 return 0
-            docs = self._pipeline().pipe((_stand_in(t) for t in todo), batch_size=_PIPE_BATCH)
+            nlp = self._pipeline()
+            docs = nlp.pipe((_stand_in(t) for t in todo), batch_size=_PIPE_BATCH)
             for text, doc in zip(todo, docs, strict=True):
-                self._remember(text, _words(doc))
+                self._remember(text, _words(_with_subject(nlp, doc)))
             return len(todo)
 
     def has_parsed(self, *texts: str) -> bool:
@@ -2163,6 +2266,44 @@ class PairAligner:
     def warm_up(self) -> None:
         """Load the parser now (once, at start-up) rather than on the first match."""
         self.parsed("User likes Python.")
+
+
+def _with_subject(nlp: Any, doc: Doc) -> Doc:
+    """A memory that leaves its subject out ("Lives in Lyon", "Manages Karen
+    Liu", "Prefers Rust over Go") is about the user; the tagger, trained on whole
+    sentences, reads its first word as a noun. Parsed again with the stand-in
+    subject in front, it reads as the sentence it shortens ("Alex lives in Lyon"),
+    kept only where the first word then heads the sentence as a verb."""
+    if not _subject_left_out(doc):
+        return doc
+    text = doc.text
+    again: Doc = nlp(f"{_STAND_IN} {text[0].lower()}{text[1:]}")
+    verb = again[1]
+    if verb.tag_ not in {"VBZ", "VBD"} or verb.dep_ != "ROOT" or again[0].dep_ != "nsubj":
+        return doc
+    # A verb with a subject of its own in the first parse that is still a verb
+    # ("Runbooks for the team live in Confluence"): a whole sentence, misread again.
+    if any(_has_subject(t) and again[t.i + 1].tag_.startswith("VB") for t in doc[1:]):
+        return doc
+    return again
+
+
+def _has_subject(token: Token) -> bool:
+    return token.tag_.startswith("VB") and any(
+        c.dep_ in {"nsubj", "nsubjpass"} for c in token.children
+    )
+
+
+def _subject_left_out(doc: Doc) -> bool:
+    """Whether the text may be a sentence without its subject: it starts with a
+    capitalised word the tagger did not read as a verb, not a heading ("Weekends:
+    ...")."""
+    if len(doc) < 2:
+        return False
+    first = doc[0]
+    if not (first.is_alpha and first.text[0].isupper()) or first.tag_.startswith(("VB", "MD")):
+        return False
+    return not doc[1].is_punct
 
 
 def _stand_in(text: str) -> str:

@@ -380,6 +380,29 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ),
         ("User practices piano every morning.", "Piano practice every PM", "value_change"),
         ("User has cats.", "User has no cats.", "negation"),
+        # a memory without its subject is the user's, and its first word a verb
+        ("Manages Rosa Delgado", "Rosa Delgado manages the user", "role_change"),
+        # a wish that ended, told without a subject
+        (
+            "Wants standup notes to be brief and blunt",
+            "Used to want standup notes to be brief and blunt",
+            "time_change",
+        ),
+        # a name that is the thing against the name that owns it
+        ("Best friend Tomas lives in Porto", "Tomas's best friend lives in Porto", "role_change"),
+        ("Cousin Ines is a nurse in Braga", "Cousin Ines's nurse is in Braga", "role_change"),
+        # a word of parts joined around a preposition is one word
+        (
+            "Sister-in-law walks the dog on Sundays",
+            "Sister walks the dog on Sundays",
+            "value_change",
+        ),
+        # one relative for another, wherever the parse hung them
+        (
+            "Uncle Rui works at Bosch as a welder",
+            "Brother-in-law Rui works at Bosch as a welder",
+            "value_change",
+        ),
         # "past" of a spoken time is part of the time, no past of the fact
         (
             "Piano lesson on Thursday at 4:30 PM.",
@@ -398,6 +421,12 @@ def test_a_changed_fact_is_vetoed_with_its_kind(
     ("existing", "new"),
     [
         ("User keeps two ferrets in the garage.", "I keep two ferrets in the garage."),
+        # a memory without its subject is the user's
+        ("Supports Arsenal", "User supports Arsenal"),
+        ("Prefers Rust over Go for CLI tools", "User prefers Rust over Go for CLI tools"),
+        # a compound is no apposition: Atlas's deadline either way
+        ("Project Atlas's launch deadline is May 2", "Atlas launch deadline is May 2"),
+        ("User's father-in-law Hugo visits in May.", "User's father-in-law, Hugo, visits in May."),
         ("My dentist is in Ghent.", "The user's dentist is in Ghent."),
         ("User enjoys crossword puzzles.", "the user enjoys crossword puzzles"),
         ("User has a vet appointment on Friday.", "Vet appt Friday"),
@@ -519,6 +548,26 @@ def test_a_unit_with_its_amount_is_left_to_the_numbers_guard(
 )
 def test_a_clause_the_new_text_adds(aligner: PairAligner, new: str, adds_a_clause: bool) -> None:
     assert aligner.check("User has a dog.", new).adds_a_clause is adds_a_clause
+
+
+@pytest.mark.parametrize(
+    ("short", "sentence"),
+    [
+        ("Supports Arsenal", "User supports Arsenal"),
+        ("Lives in Tallinn with two cats", "I live in Tallinn with two cats"),
+        ("Prefers Rust over Go for CLI tools", "The user prefers Rust over Go for CLI tools"),
+    ],
+)
+def test_a_memory_without_its_subject_is_the_users(
+    aligner: PairAligner, short: str, sentence: str
+) -> None:
+    assert aligner.check(short, sentence).equivalent
+    assert aligner.check(sentence, short).equivalent
+
+
+def test_a_whole_sentence_is_not_given_a_subject(aligner: PairAligner) -> None:
+    words = aligner.parsed("Runbooks for the data team live in Notion.").words
+    assert [w.key for w in words if w.role == "subj"] == ["runbook"]
 
 
 def test_am_and_pm_belong_to_the_time(aligner: PairAligner) -> None:
