@@ -1203,6 +1203,7 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
             _copula_owner_traded(a, b)
             or _preposition_object_made_doer(a, b, matched)
             or _named_one_made_owner(a, b, matched)
+            or _user_left_out_as_doer(a, b, matched)
         )
     if veto is None:
         veto = (
@@ -2056,6 +2057,54 @@ def _implicit_doer_traded(
                 continue
             return _veto("role_change", f"'{obj.head_key}': '{obj.key}' done to vs doing")
     return None
+
+
+def _user_left_out_as_doer(
+    a: AlignedText, b: AlignedText, matched: Sequence[tuple[Word, Word]]
+) -> GuardVeto | None:
+    """The user does a thing with someone in one text, and that someone does it
+    in the other, where the user is not named at all: "Goes running with friend
+    Jai" / "Friend Jai goes running". Not when the user is still there ("Jai
+    goes running with the user")."""
+    words = (a.words, b.words)
+    partner = [{x.index: y for x, y in matched}, {y.index: x for x, y in matched}]
+    for pair in matched:
+        for side in (0, 1):
+            verb, other_verb = pair[side], pair[1 - side]
+            if verb.pos != "VERB" or verb.key in _LIGHT_VERBS:
+                continue
+            if any(w.key == _SELF for w in words[1 - side]):
+                continue
+            theirs = _doer(other_verb, words[1 - side])
+            if not _done_by_the_user(verb, words[side]) or theirs is None or theirs.key == _SELF:
+                continue
+            if theirs.index > other_verb.index:
+                continue  # a note's object misread as its subject ("Fri: drive Denver")
+            companion = partner[1 - side].get(theirs.index)
+            if companion is not None and companion.role == "prep:with":
+                return _veto("role_change", f"'{verb.key}': done by the user vs by '{theirs.key}'")
+    return None
+
+
+def _doer(verb: Word, words: Sequence[Word]) -> Word | None:
+    """`_sole_doer`, or for a verb completing another ("goes running") that
+    verb's."""
+    doer = _sole_doer(verb, words)
+    if doer is None and verb.dep == "xcomp":
+        head = next((w for w in words if w.key == verb.head_key and w.pos == "VERB"), None)
+        if head is not None:
+            return _sole_doer(head, words)
+    return doer
+
+
+def _done_by_the_user(verb: Word, words: Sequence[Word]) -> bool:
+    """Whether the user does `verb`: its subject, or a note's main verb with no
+    subject at all, heading the text ("Plays chess with Omar")."""
+    doer = _doer(verb, words)
+    if doer is not None:
+        return doer.key == _SELF
+    first = verb.index == min(w.index for w in words)
+    return verb.dep == "ROOT" and first and verb.subjectless and verb.shared_subject < 0
 
 
 _OWN_SUBJECT_DEPS: Final = frozenset({"nsubj", "nsubjpass", "csubj", "csubjpass", "expl"})

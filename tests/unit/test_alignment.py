@@ -397,6 +397,13 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
             "Sister walks the dog on Sundays",
             "value_change",
         ),
+        # what the user does with someone, against that someone doing it alone
+        ("Plays chess with Omar on Fridays", "Omar plays chess on Fridays", "role_change"),
+        (
+            "Goes climbing with cousin Bea every Saturday",
+            "Cousin Bea goes climbing every Saturday",
+            "role_change",
+        ),
         # one relative for another, wherever the parse hung them
         (
             "Uncle Rui works at Bosch as a welder",
@@ -424,6 +431,7 @@ def test_a_changed_fact_is_vetoed_with_its_kind(
         # a memory without its subject is the user's
         ("Supports Arsenal", "User supports Arsenal"),
         ("Prefers Rust over Go for CLI tools", "User prefers Rust over Go for CLI tools"),
+        ("Plays chess with Omar on Fridays", "Omar plays chess with the user on Fridays"),
         # a compound is no apposition: Atlas's deadline either way
         ("Project Atlas's launch deadline is May 2", "Atlas launch deadline is May 2"),
         ("User's father-in-law Hugo visits in May.", "User's father-in-law, Hugo, visits in May."),
