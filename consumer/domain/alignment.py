@@ -424,7 +424,15 @@ def _negations(token: Token) -> list[Token]:
 
 
 def _negated(token: Token) -> bool:
-    return bool(_negations(token))
+    if _no_longer(token):
+        return False  # its "no" denies the verb
+    return bool(_negations(token)) or any(_no_longer(c) for c in token.children)
+
+
+def _no_longer(token: Token) -> bool:
+    """ "longer" of "no longer drinks coffee": the verb is denied, from now on
+    (as "doesn't drink coffee anymore")."""
+    return token.lower_ == "longer" and any(c.lower_ == "no" for c in token.children)
 
 
 def _number_sign(token: Token) -> bool:
@@ -467,6 +475,12 @@ def _key(token: Token) -> str:
     if chain is not None:
         return chain
     lemma = token.lemma_.lower()
+    if _no_longer(token) or (
+        low == "longer" and token.i and token.doc[token.i - 1].lower_ == "any"
+    ):
+        return "anymore"  # "no longer" = "not ... anymore", "any longer"
+    if lemma == "call" and any(c.dep_ == "oprd" and c.pos_ == "PROPN" for c in token.children):
+        return "name"  # "a dog called Biscuit": the naming sense ("named Biscuit")
     if low == "next" and token.i + 1 < len(token.doc) and token.doc[token.i + 1].lower_ == "door":
         return "neighbouring"  # "Gary next door": a place, no time
     if lemma in {"like", "love"} and any(c.lower_ in _WISH_AUXILIARIES for c in token.children):
@@ -1048,7 +1062,21 @@ def _variant(a: Word, b: Word) -> bool:
         or _same_date_or_day_part(a.key, b.key)
         or _derived(a.key, b.key)
         or _derived(b.key, a.key)
+        or _nominalised(a, b)
+        or _nominalised(b, a)
     )
+
+
+def _nominalised(verb: Word, noun: Word) -> bool:
+    """A verb and the noun of its act ("meditates" / "meditation", "mentors" /
+    "mentoring"), as a note writes a habit; verbs of six letters or more."""
+    if noun.pos != "NOUN" or len(verb.key) < _NOMINALISED_STEM_MIN:
+        return False
+    stem = verb.key.removesuffix("e")
+    return noun.key in {verb.key + "ing", stem + "ing", stem + "ion", stem + "ation"}
+
+
+_NOMINALISED_STEM_MIN: Final = 6
 
 
 # Suffixes that make a noun or adjective of the same word ("hyperthyroid" /
@@ -1923,7 +1951,7 @@ _MODIFIER_DEPS: Final = frozenset({"amod", "compound", "nmod", "nummod", "advmod
 # Modifiers that place a fact in time: one on one side only changes when it holds.
 _TIME_MODIFIERS: Final = frozenset(
     {"previous", "former", "ex", "past", "future", "next", "last", "upcoming", "prior",
-     "recent", "recently", "formerly", "previously"}
+     "recent", "recently", "formerly", "previously", "anymore"}
 )  # fmt: skip
 # "current", "currently", "present": the present a fact without them speaks of.
 # "almost moved", "nearly passed": the fact did not (quite) happen.

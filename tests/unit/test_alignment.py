@@ -404,6 +404,9 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
             "Cousin Bea goes climbing every Saturday",
             "role_change",
         ),
+        # "anymore" tells the fact held before
+        ("Doesn't play the cello anymore", "Doesn't play the cello", "time_change"),
+        ("Has a cat named Pilot", "Has a cat called Noodle", "value_change"),
         # one relative for another, wherever the parse hung them
         (
             "Uncle Rui works at Bosch as a welder",
@@ -432,6 +435,12 @@ def test_a_changed_fact_is_vetoed_with_its_kind(
         ("Supports Arsenal", "User supports Arsenal"),
         ("Prefers Rust over Go for CLI tools", "User prefers Rust over Go for CLI tools"),
         ("Plays chess with Omar on Fridays", "Omar plays chess with the user on Fridays"),
+        # "no longer" is "not ... anymore"
+        ("No longer plays the cello", "Doesn't play the cello anymore"),
+        # "called" with the name after it names, as "named" does
+        ("Has a cat named Pilot", "I have a cat called Pilot"),
+        # a verb and the noun of its act
+        ("Meditates for 15 minutes each evening", "15 min meditation each evening"),
         # a compound is no apposition: Atlas's deadline either way
         ("Project Atlas's launch deadline is May 2", "Atlas launch deadline is May 2"),
         ("User's father-in-law Hugo visits in May.", "User's father-in-law, Hugo, visits in May."),
