@@ -553,3 +553,33 @@ async def test_amounts_written_otherwise_are_not_left_to_the_cross_encoder(
         settings, real_embedder, AMOUNTS_STORED, AMOUNTS_REWRITTEN
     )
     assert_folded(decisions, "w1", into="v1", outcomes=("merged", "skipped"))
+
+
+TERSE_STORED = [
+    event("x1", "Best friend Tomas lives in Porto"),
+    event("x2", "Goes climbing with cousin Bea every Saturday"),
+    event("x3", "Has a cat named Pilot"),
+    event("x4", "Sister walks the dog on Sundays"),
+]
+TERSE = [
+    event("y1", "Tomas's best friend lives in Porto"),
+    event("y2", "Cousin Bea goes climbing every Saturday"),
+    event("y3", "I have a cat called Pilot"),
+    event("y4", "Sister-in-law walks the dog on Sundays"),
+]
+
+
+async def test_terse_memories_keep_owners_doers_and_relatives_apart_and_fold_names(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    # Memories without a subject, as memory layers write them: the tagger read
+    # their first word as a noun, so owners, doers and relatives traded places
+    # unseen and were merged; "called" was another value than "named".
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(settings, real_embedder, TERSE_STORED, TERSE)
+    # The word-order guard's objection stands once the parse finds the owner or
+    # the doer changed (it was lifted before).
+    for new, stored in (("y1", "x1"), ("y2", "x2")):
+        assert_kept_apart(decisions, new, from_=stored, guard="word_order")
+    assert_kept_apart(decisions, "y4", from_="x4", guard="alignment")
+    assert_folded(decisions, "y3", into="x3", outcomes=("merged", "skipped"))
