@@ -193,6 +193,9 @@ class AlignedText:
     # Where the text sets one thing against another without a negation ("rather
     # than", "instead of", "as opposed to", "over"): the marker's index, else -1.
     contrast_at: int = -1
+    # Parsed with the stand-in subject in front (`_with_subject`): the subject is
+    # the parse's reading, not the text's own words.
+    subject_supplied: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -602,6 +605,7 @@ def _words(doc: Doc) -> AlignedText:
         _amount_scopes(doc, in_rates),
         numbers,
         _contrast_marker(doc),
+        subject_supplied=doc.user_data.get(_SUBJECT_SUPPLIED, False),
     )
 
 
@@ -1255,8 +1259,16 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
     # grader" / "the 994th first grader").
     amounts_rewritten = sorted(a.numbers) != sorted(b.numbers)
     numbers_in_order = amounts_rewritten or a.numbers == b.numbers
+    # A skip drops the new text: not on a reading that had to supply a subject.
+    same_subjects = not (a.subject_supplied or b.subject_supplied)
     equivalent = (
-        not left and not right and same_roles and same_places and readable and numbers_in_order
+        not left
+        and not right
+        and same_roles
+        and same_places
+        and readable
+        and numbers_in_order
+        and same_subjects
     )
     reordered = not left and not right and readable and not _taken_over(matched)
     return Alignment(
@@ -2362,7 +2374,11 @@ def _with_subject(nlp: Any, doc: Doc) -> Doc:
     # ("Runbooks for the team live in Confluence"): a whole sentence, misread again.
     if any(_has_subject(t) and again[t.i + 1].tag_.startswith("VB") for t in doc[1:]):
         return doc
+    again.user_data[_SUBJECT_SUPPLIED] = True
     return again
+
+
+_SUBJECT_SUPPLIED: Final = "memdedup.subject_supplied"
 
 
 def _has_subject(token: Token) -> bool:

@@ -578,8 +578,14 @@ def test_a_clause_the_new_text_adds(aligner: PairAligner, new: str, adds_a_claus
 def test_a_memory_without_its_subject_is_the_users(
     aligner: PairAligner, short: str, sentence: str
 ) -> None:
-    assert aligner.check(short, sentence).equivalent
-    assert aligner.check(sentence, short).equivalent
+    assert [w.key for w in aligner.parsed(short).words if w.role == "subj"] == ["<user>"]
+    for existing, new in ((short, sentence), (sentence, short)):
+        alignment = aligner.check(existing, new)
+        assert alignment.veto is None
+        assert alignment.unmatched_existing == alignment.unmatched_new == 0
+        # Every word matched, but the subject is the parse's reading: a merge,
+        # which keeps the text, never a skip, which drops it.
+        assert not alignment.equivalent
 
 
 def test_a_whole_sentence_is_not_given_a_subject(aligner: PairAligner) -> None:
