@@ -226,6 +226,15 @@ class Alignment:
     adds_a_clause: bool = False
     # The texts write their quantities differently ("8 weeks" / "56 days").
     amounts_rewritten: bool = False
+    # A text was read with a subject it leaves out (`AlignedText.subject_supplied`).
+    subject_supplied: bool = False
+
+    @property
+    def skippable(self) -> bool:
+        """Equivalent on the texts' own words: a skip drops the new text, so it
+        is never granted on a reading that supplied a subject (such a pair is
+        merged, which keeps both texts)."""
+        return self.equivalent and not self.subject_supplied
 
     @property
     def detail_added(self) -> bool:
@@ -1259,16 +1268,8 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
     # grader" / "the 994th first grader").
     amounts_rewritten = sorted(a.numbers) != sorted(b.numbers)
     numbers_in_order = amounts_rewritten or a.numbers == b.numbers
-    # A skip drops the new text: not on a reading that had to supply a subject.
-    same_subjects = not (a.subject_supplied or b.subject_supplied)
     equivalent = (
-        not left
-        and not right
-        and same_roles
-        and same_places
-        and readable
-        and numbers_in_order
-        and same_subjects
+        not left and not right and same_roles and same_places and readable and numbers_in_order
     )
     reordered = not left and not right and readable and not _taken_over(matched)
     return Alignment(
@@ -1281,6 +1282,7 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         _adds_a_phrase(right),
         _adds_a_clause(right),
         amounts_rewritten=amounts_rewritten,
+        subject_supplied=a.subject_supplied or b.subject_supplied,
     )
 
 

@@ -117,7 +117,7 @@ class MatchVetter:
                     decision, threshold = bands.after_alignment(
                         decision,
                         threshold,
-                        equivalent=alignment.equivalent,
+                        equivalent=alignment.skippable,
                         detail_added=alignment.detail_added,
                     )
                     if decision is Decision.ACCEPTED:  # kept apart by the namespace
@@ -178,7 +178,7 @@ class MatchVetter:
                 decision, threshold = bands.after_alignment(
                     decision,
                     threshold,
-                    equivalent=alignment.equivalent,
+                    equivalent=alignment.skippable,
                     detail_added=alignment.detail_added,
                 )
             return match, decision, threshold, alignment

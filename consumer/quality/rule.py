@@ -146,7 +146,7 @@ def _allowed(
         decision, threshold = bands.after_alignment(
             decision,
             threshold,
-            equivalent=alignment.equivalent,
+            equivalent=alignment.skippable,
             detail_added=alignment.detail_added,
         )
         if decision is Decision.ACCEPTED:

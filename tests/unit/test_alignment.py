@@ -585,7 +585,8 @@ def test_a_memory_without_its_subject_is_the_users(
         assert alignment.unmatched_existing == alignment.unmatched_new == 0
         # Every word matched, but the subject is the parse's reading: a merge,
         # which keeps the text, never a skip, which drops it.
-        assert not alignment.equivalent
+        assert alignment.equivalent
+        assert not alignment.skippable
 
 
 def test_a_whole_sentence_is_not_given_a_subject(aligner: PairAligner) -> None:
