@@ -2308,6 +2308,7 @@ class PairAligner:
     def __init__(self, model: str = SPACY_MODEL, *, cache_size: int = _CACHE_SIZE) -> None:
         self._model = model
         self._nlp: Any = None
+        self._verb_forms: frozenset[str] = frozenset()
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, AlignedText] = OrderedDict()
         self._cache_size = cache_size
@@ -2315,6 +2316,7 @@ class PairAligner:
     def _pipeline(self) -> Any:
         if self._nlp is None:
             self._nlp = load_parser(self._model)
+            self._verb_forms = irregular_verb_forms(self._nlp)
         return self._nlp
 
     def _remember(self, text: str, parsed: AlignedText) -> None:
@@ -2329,7 +2331,7 @@ class PairAligner:
                 self._cache.move_to_end(text)
                 return found
             nlp = self._pipeline()
-            parsed = _words(_with_subject(nlp, nlp(_stand_in(text))))
+            parsed = _words(_with_subject(nlp, nlp(_stand_in(text)), self._verb_forms))
             self._remember(text, parsed)
             return parsed
 
@@ -2343,7 +2345,7 @@ class PairAligner:
             nlp = self._pipeline()
             docs = nlp.pipe((_stand_in(t) for t in todo), batch_size=_PIPE_BATCH)
             for text, doc in zip(todo, docs, strict=True):
-                self._remember(text, _words(_with_subject(nlp, doc)))
+                self._remember(text, _words(_with_subject(nlp, doc, self._verb_forms)))
             return len(todo)
 
     def has_parsed(self, *texts: str) -> bool:
@@ -2359,13 +2361,21 @@ class PairAligner:
         self.parsed("User likes Python.")
 
 
-def _with_subject(nlp: Any, doc: Doc) -> Doc:
+def irregular_verb_forms(nlp: Any) -> frozenset[str]:
+    """The irregular forms of English verbs ("went", "met", "took"), from the
+    pipeline's own lemmatiser tables."""
+    lemmatizer = nlp.get_pipe("lemmatizer")
+    table = lemmatizer.lookups.get_table("lemma_exc") if lemmatizer.lookups else None
+    return frozenset(table["verb"]) if table is not None and "verb" in table else frozenset()
+
+
+def _with_subject(nlp: Any, doc: Doc, verb_forms: frozenset[str]) -> Doc:
     """A memory that leaves its subject out ("Lives in Lyon", "Manages Karen
     Liu", "Prefers Rust over Go") is about the user; the tagger, trained on whole
     sentences, reads its first word as a noun. Parsed again with the stand-in
     subject in front, it reads as the sentence it shortens ("Alex lives in Lyon"),
     kept only where the first word then heads the sentence as a verb."""
-    if not _subject_left_out(doc):
+    if not _subject_left_out(doc, verb_forms):
         return doc
     text = doc.text
     again: Doc = nlp(f"{_STAND_IN} {text[0].lower()}{text[1:]}")
@@ -2389,7 +2399,7 @@ def _has_subject(token: Token) -> bool:
     )
 
 
-def _subject_left_out(doc: Doc) -> bool:
+def _subject_left_out(doc: Doc, verb_forms: frozenset[str]) -> bool:
     """Whether the text may be a sentence without its subject: it starts with a
     capitalised word the tagger did not read as a verb, not a heading ("Weekends:
     ...")."""
@@ -2397,6 +2407,10 @@ def _subject_left_out(doc: Doc) -> bool:
         return False
     first = doc[0]
     if not (first.is_alpha and first.text[0].isupper()) or first.tag_.startswith(("VB", "MD")):
+        return False
+    # Only a verb's -s or past form can head the sentence again (VBZ, VBD): the
+    # second parse is tried for no other word ("User", "Sister Nadia").
+    if not (first.lower_.endswith(("s", "ed")) or first.lower_ in verb_forms):
         return False
     return not doc[1].is_punct
 
