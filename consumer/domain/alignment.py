@@ -811,6 +811,7 @@ def _joining(hyphen: Token) -> bool:
 
 
 def _hyphen_chains(doc: Doc) -> tuple[dict[int, str], frozenset[int]]:
+    """`_find_hyphen_chains`, found once per parse: `_key` asks for every token."""
     found: tuple[dict[int, str], frozenset[int]] | None = doc.user_data.get(_CHAINS)
     if found is None:
         found = doc.user_data[_CHAINS] = _find_hyphen_chains(doc)
@@ -823,8 +824,9 @@ _CHAINS: Final = "memdedup.hyphen_chains"
 def _find_hyphen_chains(doc: Doc) -> tuple[dict[int, str], frozenset[int]]:
     """Words of three or more parts joined by hyphens around a preposition
     ("brother-in-law", "editor-in-chief") are one word: a brother-in-law is no
-    brother with a detail ("four-year-old" stays three words). Returns the key of each chain at the part the rest of the sentence
-    attaches to, and the indices of its other parts and hyphens."""
+    brother with a detail ("four-year-old" stays three words). Returns the key
+    of each chain at the part the rest of the sentence attaches to, and the
+    indices of its other parts and hyphens."""
     keys: dict[int, str] = {}
     inside: set[int] = set()
     i = 0
@@ -2316,7 +2318,7 @@ class PairAligner:
     def _pipeline(self) -> Any:
         if self._nlp is None:
             self._nlp = load_parser(self._model)
-            self._verb_forms = irregular_verb_forms(self._nlp)
+            self._verb_forms = _irregular_verb_forms(self._nlp)
         return self._nlp
 
     def _remember(self, text: str, parsed: AlignedText) -> None:
@@ -2361,7 +2363,7 @@ class PairAligner:
         self.parsed("User likes Python.")
 
 
-def irregular_verb_forms(nlp: Any) -> frozenset[str]:
+def _irregular_verb_forms(nlp: Any) -> frozenset[str]:
     """The irregular forms of English verbs ("went", "met", "took"), from the
     pipeline's own lemmatiser tables."""
     lemmatizer = nlp.get_pipe("lemmatizer")
@@ -2379,6 +2381,8 @@ def _with_subject(nlp: Any, doc: Doc, verb_forms: frozenset[str]) -> Doc:
         return doc
     text = doc.text
     again: Doc = nlp(f"{_STAND_IN} {text[0].lower()}{text[1:]}")
+    if len(again) != len(doc) + 1:
+        return doc  # tokenised otherwise: no token stands one place on from its twin
     verb = again[1]
     if verb.tag_ not in {"VBZ", "VBD"} or verb.dep_ != "ROOT" or again[0].dep_ != "nsubj":
         return doc
