@@ -282,7 +282,8 @@ class RetentionSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     # A redelivered event re-emits its stored decision; once that is pruned, the
-    # event is decided again (an exact skip into its memory). Keep decisions at
+    # event is decided again (accepted into the memory it made, or an exact skip
+    # into the memory its text made). Keep decisions at
     # least as long as the input topic keeps events: its retention.ms plus
     # segment.ms (Kafka deletes whole segments). None: keep every decision.
     decisions_hours: Annotated[float | None, Field(gt=0)] = None

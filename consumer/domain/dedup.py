@@ -370,6 +370,13 @@ class DedupEngine:
         checks.append(CheckRun(CheckName.EXACT, exact is not None, state.exact_ms))
         if exact is not None:
             current = state.current(exact.memory_id) or exact
+            if current.origin_event_id == candidate.event.event_id:
+                # This event made the memory, but no decision of it is stored: a
+                # changelog append lands its points in order, memories before
+                # decisions, so a crash part-way can keep the one without the
+                # other. Nothing was published then; it is accepted, as it was
+                # meant to be, not announced as a skip into a memory nobody heard of.
+                return self._outcomes.accept_stored(candidate, state, current, checks)
             return self._outcomes.skip(candidate, state, current, DecisionReason.EXACT, checks)
 
         started = time.perf_counter()

@@ -176,6 +176,27 @@ class OutcomeWriter:
             skipped_checks=skipped,
         )
 
+    def accept_stored(
+        self,
+        candidate: Candidate,
+        state: BatchState,
+        memory: MemoryRecord,
+        checks: list[CheckRun],
+    ) -> Outcome:
+        """The accept of an event whose memory an earlier try stored without
+        the decision (`memory`, as it stands now): the memory stays as it is."""
+        state.staged_recent[candidate.scoped_hash] = memory.memory_id
+        return Outcome(
+            candidate=candidate,
+            decision=Decision.ACCEPTED,
+            reason=DecisionReason.NEW,
+            memory=memory.copy(),
+            similarity=None,
+            threshold=None,
+            checks=tuple(checks),
+            decided_at=self._clock(),
+        )
+
     async def _merged(
         self,
         policy: MergePolicy,

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from consumer.cli.compact import state_from_changelog
-from consumer.errors import StoreUnavailable
+from consumer.errors import ChangelogUnavailable, StoreUnavailable
 from consumer.kafka.topic_reader import read_all
 from consumer.state import codec
+from consumer.state.changelog import Changelog
 from consumer.state.edge import EdgeMemoryStore
 from schemas import DeadLetterHeaders, MemoryDecisionEvent
 from tests.integration.harness import (
@@ -313,6 +314,65 @@ async def test_a_failed_shard_write_is_restored_from_the_changelog_before_the_re
         assert {e: r.event_json.encode() for e, r in stored.items()} == {
             e: next(iter(v)) for e, v in by_event.items()
         }
+    finally:
+        await reopened.close()
+
+
+async def test_an_append_cut_short_after_the_memories_accepts_their_events_again(
+    local_broker: Any, real_embedder: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A changelog append lands its points in order, memories before decisions, so
+    a crash part-way can land accepted memories without their decisions. The retry
+    restores those memories and must still announce them as accepted (nothing was
+    published before), not as exact skips into memories no decision ever named."""
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path, topics={"partitions": 1})
+    append = Changelog.append
+    cut_short = 0
+
+    async def append_cut_short(
+        self: Changelog, partition: int, points: Any, *, deleted_ids: Any = ()
+    ) -> int | None:
+        nonlocal cut_short
+        if not cut_short and any(p.payload.get("kind") == "decision" for p in points):
+            cut_short += 1
+            landed = [p for p in points if p.payload.get("kind") != "decision"]
+            await append(self, partition, landed, deleted_ids=deleted_ids)
+            raise ChangelogUnavailable("injected: append cut short after the memories")
+        return await append(self, partition, points, deleted_ids=deleted_ids)
+
+    monkeypatch.setattr(Changelog, "append", append_cut_short)
+    store = EdgeMemoryStore(
+        root=settings.qdrant.path,
+        collection=settings.qdrant.collection,
+        topic=settings.topics.input,
+    )
+    items = [
+        event("c1", "User keeps bees on the roof"),
+        event("c2", "user keeps bees on the roof."),
+        event("c3", "User's sister lives in Lisbon"),
+    ]
+    await produce(settings, items)
+    async with running_consumer(settings, real_embedder, store):
+        assert await wait_committed(settings, len(items), timeout_s=30)
+        outputs = await read_outputs(settings, at_least=len(items), settle_s=1.0)
+    assert cut_short == 1
+    by_event = decisions_by_event(outputs, settings)
+    decided = {event_id: only(by_event, event_id) for event_id in by_event}
+    assert {e: d["decision"] for e, d in decided.items()} == {
+        "c1": "accepted",
+        "c2": "skipped",
+        "c3": "accepted",
+    }
+    assert decided["c2"]["memory_id"] == decided["c1"]["memory_id"]
+    reopened = EdgeMemoryStore(
+        root=settings.qdrant.path,
+        collection=settings.qdrant.collection,
+        topic=settings.topics.input,
+    )
+    await reopened.start(real_embedder.dimension)
+    try:
+        # Every stored memory was announced by an accepted decision.
+        assert await reopened.count_memories(partition=0) == 2
     finally:
         await reopened.close()
 

@@ -174,8 +174,8 @@ async def run_retention_scenario(
         await stores.close()
     accepted, again = outputs["r1"]
     assert accepted["decision"] == "accepted"
-    # Decided again, not replayed: an exact skip into the memory it made, no new one.
-    assert (again["decision"], again["reason"]) == ("skipped", "exact")
+    # Decided again, not replayed: accepted into the memory it made, no new one.
+    assert (again["decision"], again["reason"]) == ("accepted", "new")
     assert again["memory_id"] == accepted["memory_id"]
     return settings
 
@@ -206,7 +206,7 @@ async def test_decisions_past_their_retention_are_deleted_and_stay_deleted_in_a_
         assert await fresh.count_memories(0) == 3
     # r2's decision is gone; r1's is the one its redelivery wrote after the tombstone.
     assert "r2" not in restored
-    assert restored["r1"].decision.value == "skipped"
+    assert restored["r1"].decision.value == "accepted"
 
 
 async def test_a_decision_retention_shorter_than_the_input_topic_keeps_events_is_warned_of(

@@ -137,6 +137,27 @@ async def test_exact_repeat_found_in_store_without_recent_cache(
     assert len(vectors.calls) == calls_before
 
 
+async def test_an_event_whose_memory_was_stored_without_its_decision_is_accepted_again(
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: MemoryStore
+) -> None:
+    """An earlier try stored e1's memory but not its decision (an append cut short):
+    e1 decided again is accepted into that very memory, left as it was, and not
+    announced as a skip into a memory nobody heard of; another event with the text
+    is still an exact skip."""
+    [first] = await decide_and_store(store, make_engine(), cand("e1", BASE))
+    fresh = make_engine()
+    plan = await fresh.decide(0, [cand("e1", BASE), cand("e2", BASE, offset=1)])
+    again, other = plan.outcomes
+    assert (again.decision, again.reason) == (Decision.ACCEPTED, DecisionReason.NEW)
+    assert again.memory.memory_id == first.memory.memory_id
+    assert again.memory.created_at == first.memory.created_at
+    assert again.memory.seen_count == 1
+    assert (other.decision, other.reason) == (Decision.SKIPPED, DecisionReason.EXACT)
+    assert other.memory.memory_id == first.memory.memory_id
+    # Only e2's skip changes the memory.
+    assert plan.writes[first.memory.memory_id].seen_count == 2
+
+
 async def test_in_batch_repeat_is_exact_and_model_called_once(
     engine: DedupEngine, embedder: FakeEmbedder
 ) -> None:
