@@ -2029,8 +2029,27 @@ def _kind(word: Word) -> str:
 def _same_slot(x: Word, y: Word) -> bool:
     """Two unmatched modifiers fill one slot when they modify the same phrase:
     "senior" / "staff" of "backend engineer", not "development" of "work" and
-    "preferred" of "language"."""
-    return _kind(x) != "modifier" or x.phrase == y.phrase
+    "preferred" of "language". Two unmatched names do when they hang from the
+    same word ("lives in Porto" / "in Faro", "is vegetarian" / "is vegan"), hold
+    the same role ("drives a Tesla" / "owns a BMW") or are both a month or a
+    weekday, wherever a note's parse hung them ("due in June" / "due Jul"); not
+    what a rewording leaves over in different places ("Is a native Welsh
+    speaker" / "native language: Welsh")."""
+    kind = _kind(x)
+    if kind == "name":
+        return (
+            x.anchor == y.anchor
+            or (x.role == y.role and (bool(x.role) or x.dep == y.dep))
+            or (_calendar_name(x.key) and _calendar_name(y.key))
+        )
+    return kind != "modifier" or x.phrase == y.phrase
+
+
+_CALENDAR_NAMES: Final = frozenset(CALENDAR_ABBREVIATIONS.values())
+
+
+def _calendar_name(key: str) -> bool:
+    return CALENDAR_ABBREVIATIONS.get(key, key) in _CALENDAR_NAMES
 
 
 def _role_change(matched: Sequence[tuple[Word, Word]]) -> GuardVeto | None:

@@ -583,3 +583,28 @@ async def test_terse_memories_keep_owners_doers_and_relatives_apart_and_fold_nam
         assert_kept_apart(decisions, new, from_=stored, guard="word_order")
     assert_kept_apart(decisions, "y4", from_="x4", guard="alignment")
     assert_folded(decisions, "y3", into="x3", outcomes=("merged", "skipped"))
+
+
+SLOTS_STORED = [
+    event("s1", "Is afraid of spiders"),
+    event("s2", "Works remotely from Porto; the team is in Madrid"),
+    event("s3", "User is vegetarian"),
+]
+SLOTS = [
+    event("t1", "Has a fear of spiders"),
+    event("t2", "Remote in Porto, team in Madrid"),
+    event("t3", "User is vegan"),
+]
+
+
+async def test_only_names_in_one_slot_are_a_changed_value(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    # Words a rewording leaves over in different places ("afraid" the complement
+    # of "is", "fear" the object of "has") were read as one value changed for
+    # another, and the duplicate kept apart; two diets are still two.
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(settings, real_embedder, SLOTS_STORED, SLOTS)
+    assert_folded(decisions, "t1", into="s1", outcomes=("merged", "skipped"))
+    assert_folded(decisions, "t2", into="s2", outcomes=("merged", "skipped"))
+    assert_kept_apart(decisions, "t3", from_="s3", guard="alignment")

@@ -38,6 +38,10 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
             "value_change",
         ),
         ("User's dentist is in Ghent.", "User's dentist is in Bruges.", "value_change"),
+        # names hanging from the same word, or in the same role under another verb
+        ("User is vegetarian", "User is vegan", "value_change"),
+        ("Guests stay in the spare room", "Guests stay at a hotel nearby", "value_change"),
+        ("Moved to Porto in 2021", "Relocated to Faro in 2021", "value_change"),
         ("I'm hoping to move to Lisbon.", "User moved to Lisbon.", "time_change"),
         # a word made the owner of a word that takes its slot is another thing
         ("Ines is a nurse.", "Ines is a nurse's assistant.", "value_change"),
@@ -528,6 +532,11 @@ def test_a_changed_fact_is_vetoed_with_its_kind(
         ("The vaccination is due in June.", "Vaccination due Jun"),
         ("User practices piano every morning.", "Piano practice every AM"),
         ("Pick up the dry cleaning, ticket 4471.", "Dry cleaning pickup, ticket no. 4471"),
+        # names a rewording leaves over in different places are no swapped value
+        ("Is a native Welsh speaker", "native language: Welsh"),
+        ("Rides a Brompton to the office", "My commute is by Brompton"),
+        ("Is afraid of spiders", "Has a fear of spiders"),
+        ("The cat Pixel is 9 years old", "Cat Pixel, 9 y/o"),
     ],
 )
 def test_the_same_fact_in_other_words_passes(aligner: PairAligner, existing: str, new: str) -> None:
