@@ -162,19 +162,7 @@ class OutcomeWriter:
         state.plan.write(memory)
         if memory.vector is not None:
             state.new_in_scope.setdefault(candidate.scope, []).append(memory.memory_id)
-        state.staged_recent[candidate.scoped_hash] = memory.memory_id
-        return Outcome(
-            candidate=candidate,
-            decision=Decision.ACCEPTED,
-            reason=DecisionReason.NEW,
-            memory=memory.copy(),
-            similarity=None,
-            threshold=None,
-            checks=tuple(checks),
-            decided_at=now,
-            guard=veto,
-            skipped_checks=skipped,
-        )
+        return _accepted(candidate, state, memory, checks, now, veto, skipped)
 
     def accept_stored(
         self,
@@ -185,17 +173,7 @@ class OutcomeWriter:
     ) -> Outcome:
         """The accept of an event whose memory an earlier try stored without
         the decision (`memory`, as it stands now): the memory stays as it is."""
-        state.staged_recent[candidate.scoped_hash] = memory.memory_id
-        return Outcome(
-            candidate=candidate,
-            decision=Decision.ACCEPTED,
-            reason=DecisionReason.NEW,
-            memory=memory.copy(),
-            similarity=None,
-            threshold=None,
-            checks=tuple(checks),
-            decided_at=self._clock(),
-        )
+        return _accepted(candidate, state, memory, checks, self._clock())
 
     async def _merged(
         self,
@@ -240,3 +218,27 @@ class OutcomeWriter:
             [row] = await self._embedder.embed([normalized])
             state.keep_vector(normalized, row)
         return state.vectors[normalized]
+
+
+def _accepted(
+    candidate: Candidate,
+    state: BatchState,
+    memory: MemoryRecord,
+    checks: list[CheckRun],
+    now: datetime,
+    veto: GuardHit | None = None,
+    skipped: tuple[CheckName, ...] = (),
+) -> Outcome:
+    state.staged_recent[candidate.scoped_hash] = memory.memory_id
+    return Outcome(
+        candidate=candidate,
+        decision=Decision.ACCEPTED,
+        reason=DecisionReason.NEW,
+        memory=memory.copy(),
+        similarity=None,
+        threshold=None,
+        checks=tuple(checks),
+        decided_at=now,
+        guard=veto,
+        skipped_checks=skipped,
+    )

@@ -12,6 +12,7 @@ import pytest
 from consumer.cli.compact import state_from_changelog
 from consumer.errors import ChangelogUnavailable, StoreUnavailable
 from consumer.kafka.topic_reader import read_all
+from consumer.settings import Settings
 from consumer.state import codec
 from consumer.state.changelog import Changelog
 from consumer.state.edge import EdgeMemoryStore
@@ -37,6 +38,15 @@ from tests.integration.harness import (
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 STORE_KINDS = ["edge", "local"]
+
+
+def edge_store_args(settings: Settings) -> dict[str, Any]:
+    """What the embedded store of `settings`' data directory is built with."""
+    return {
+        "root": settings.qdrant.path,
+        "collection": settings.qdrant.collection,
+        "topic": settings.topics.input,
+    }
 
 
 @pytest.fixture(params=STORE_KINDS)
@@ -218,11 +228,7 @@ async def test_offsets_are_not_committed_while_the_store_is_down(
     settings = make_settings(local_broker.bootstrap_servers, tmp_path, topics={"partitions": 1})
     stores = StoreFactory("edge", settings)
     # Another owner holds the partition's shard: the consumer cannot open it.
-    holder = EdgeMemoryStore(
-        root=settings.qdrant.path,
-        collection=settings.qdrant.collection,
-        topic=settings.topics.input,
-    )
+    holder = EdgeMemoryStore(**edge_store_args(settings))
     await holder.start(real_embedder.dimension)
     await holder.count_memories(partition=0)
     facts = [
@@ -276,11 +282,7 @@ async def test_a_failed_shard_write_is_restored_from_the_changelog_before_the_re
     decisions (byte for byte) instead of deciding again. What the broker already
     acknowledged is not published a second time."""
     settings = make_settings(local_broker.bootstrap_servers, tmp_path, topics={"partitions": 1})
-    store = ShardWriteFailsOnce(
-        root=settings.qdrant.path,
-        collection=settings.qdrant.collection,
-        topic=settings.topics.input,
-    )
+    store = ShardWriteFailsOnce(**edge_store_args(settings))
     items = [
         event("w1", "User keeps bees on the roof"),
         event("w2", "user keeps bees on the roof."),
@@ -302,11 +304,7 @@ async def test_a_failed_shard_write_is_restored_from_the_changelog_before_the_re
     decided = {event_id: json.loads(next(iter(v))) for event_id, v in by_event.items()}
     assert decided["w2"]["decision"] == "skipped"
     assert decided["w2"]["memory_id"] == decided["w1"]["memory_id"]
-    reopened = EdgeMemoryStore(
-        root=settings.qdrant.path,
-        collection=settings.qdrant.collection,
-        topic=settings.topics.input,
-    )
+    reopened = EdgeMemoryStore(**edge_store_args(settings))
     await reopened.start(real_embedder.dimension)
     try:
         assert await reopened.count_memories(partition=0) == 3
@@ -341,11 +339,7 @@ async def test_an_append_cut_short_after_the_memories_accepts_their_events_again
         return await append(self, partition, points, deleted_ids=deleted_ids)
 
     monkeypatch.setattr(Changelog, "append", append_cut_short)
-    store = EdgeMemoryStore(
-        root=settings.qdrant.path,
-        collection=settings.qdrant.collection,
-        topic=settings.topics.input,
-    )
+    store = EdgeMemoryStore(**edge_store_args(settings))
     items = [
         event("c1", "User keeps bees on the roof"),
         event("c2", "user keeps bees on the roof."),
@@ -364,11 +358,7 @@ async def test_an_append_cut_short_after_the_memories_accepts_their_events_again
         "c3": "accepted",
     }
     assert decided["c2"]["memory_id"] == decided["c1"]["memory_id"]
-    reopened = EdgeMemoryStore(
-        root=settings.qdrant.path,
-        collection=settings.qdrant.collection,
-        topic=settings.topics.input,
-    )
+    reopened = EdgeMemoryStore(**edge_store_args(settings))
     await reopened.start(real_embedder.dimension)
     try:
         # Every stored memory was announced by an accepted decision.
@@ -618,11 +608,7 @@ async def test_a_skip_stores_a_seen_update_that_a_restore_and_the_changelog_appl
         [event("s2", "user keeps bees on the roof.")],
         [event("s3", "User keeps bees on the roof")],
     ]
-    store = EdgeMemoryStore(
-        root=settings.qdrant.path,
-        collection=settings.qdrant.collection,
-        topic=settings.topics.input,
-    )
+    store = EdgeMemoryStore(**edge_store_args(settings))
     async with running_consumer(settings, real_embedder, store):
         # One wave at a time: each repeat meets the memory stored, not this batch's.
         for done, wave in enumerate(waves, start=1):
