@@ -66,6 +66,7 @@ from consumer.domain.guards import (
     CONTRAST_PAIRS,
     SPOKEN_CLOCK_WORDS,
     alternate_period,
+    is_calendar_name,
     number_value,
     spoken_clock,
 )
@@ -2040,16 +2041,9 @@ def _same_slot(x: Word, y: Word) -> bool:
         return (
             x.anchor == y.anchor
             or (x.role == y.role and (bool(x.role) or x.dep == y.dep))
-            or (_calendar_name(x.key) and _calendar_name(y.key))
+            or (is_calendar_name(x.key) and is_calendar_name(y.key))
         )
     return kind != "modifier" or x.phrase == y.phrase
-
-
-_CALENDAR_NAMES: Final = frozenset(CALENDAR_ABBREVIATIONS.values())
-
-
-def _calendar_name(key: str) -> bool:
-    return CALENDAR_ABBREVIATIONS.get(key, key) in _CALENDAR_NAMES
 
 
 def _role_change(matched: Sequence[tuple[Word, Word]]) -> GuardVeto | None:

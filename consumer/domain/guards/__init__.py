@@ -39,7 +39,7 @@ from consumer.domain.guards.checks import (
     quantities_may_trade,
     text_signals,
 )
-from consumer.domain.guards.dates import CALENDAR_ABBREVIATIONS
+from consumer.domain.guards.dates import CALENDAR_ABBREVIATIONS, is_calendar_name
 from consumer.domain.guards.numbers import (
     ALTERNATE_WORDS,
     SPOKEN_CLOCK_WORDS,
@@ -62,6 +62,7 @@ __all__ = [
     "adds_quantities",
     "alternate_period",
     "check_pair",
+    "is_calendar_name",
     "keeps_quantities_adds_more",
     "number_value",
     "pair_signals",

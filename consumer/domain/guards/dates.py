@@ -79,6 +79,11 @@ _CALENDAR_NAMES: Final = frozenset({*_WEEKDAYS, *_MONTHS})
 _WEEKDAY_ABBREVIATIONS: Final = frozenset(k for k, v in _ABBREVIATIONS.items() if v in _WEEKDAYS)
 
 
+def is_calendar_name(word: str) -> bool:
+    """A weekday or a month (not "may"), written out or abbreviated, lower case."""
+    return _ABBREVIATIONS.get(word, word) in _CALENDAR_NAMES
+
+
 def _clock(hour: int, minute: int) -> str:
     return f"{hour:02d}:{minute:02d}"
 
@@ -167,7 +172,7 @@ def _calendar_word(words: Sequence[str], lows: Sequence[str], i: int) -> str:
         or _SENTINEL in (prev, nxt)
         or prev in _DATE_CUES
         or (low in _WEEKDAY_ABBREVIATIONS and nxt in _DAY_HALVES)
-        or any(_ABBREVIATIONS.get(n, n) in _CALENDAR_NAMES for n in (prev, nxt))
+        or any(is_calendar_name(n) for n in (prev, nxt))
     )
     # A note in lower case ("mot due 22 nov"): beside a number, unless it is a word too.
     beside_a_number = _SENTINEL in (prev, nxt) and low not in _AMBIGUOUS_ABBREVIATIONS
