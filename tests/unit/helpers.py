@@ -43,6 +43,19 @@ RECORD_TS_MS = 1_700_000_000_000
 DEFAULT_BANDS = Bands(duplicate_threshold=0.90, merge_threshold=0.80)
 
 
+class FakeScorer:
+    """consumer.domain.cross_verifier.PairScorer with P(same fact) chosen per pair
+    (default 0.5); every call is recorded."""
+
+    def __init__(self, probabilities: dict[tuple[str, str], float] | None = None) -> None:
+        self.chosen = dict(probabilities or {})
+        self.calls: list[list[tuple[str, str]]] = []
+
+    def probabilities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        self.calls.append(list(pairs))
+        return [self.chosen.get(pair, 0.5) for pair in pairs]
+
+
 class FakePublisher:
     """consumer.ports.RecordPublisher that keeps what it was asked to publish."""
 

@@ -24,23 +24,19 @@ from consumer.quality.rule import decide_pair
 from consumer.settings import CrossEncoderSettings, Settings
 from schemas import Decision, DecisionReason
 
-from .helpers import DIMENSION, FIXED_NOW, FakeEmbedder, base_vector, make_candidate, unit_vector
+from .helpers import (
+    DIMENSION,
+    FIXED_NOW,
+    FakeEmbedder,
+    FakeScorer,
+    base_vector,
+    make_candidate,
+    unit_vector,
+)
 
 STORED = "User keeps bees."
 PARAPHRASE = "I keep bees."
 RESCUE_BANDS = Bands(duplicate_threshold=0.90, merge_threshold=0.80, rescue_threshold=0.47)
-
-
-class FakeScorer:
-    """P(same fact) chosen per pair (default 0.5); every call is recorded."""
-
-    def __init__(self, probabilities: dict[tuple[str, str], float] | None = None) -> None:
-        self.chosen = dict(probabilities or {})
-        self.calls: list[list[tuple[str, str]]] = []
-
-    def probabilities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        self.calls.append(list(pairs))
-        return [self.chosen.get(pair, 0.5) for pair in pairs]
 
 
 class ConstantScorer:

@@ -1,5 +1,6 @@
-"""MatchVetter.prime: which texts it parses before a batch is decided (the
-decisions themselves are the engine's tests)."""
+"""MatchVetter: which texts it parses before a batch is decided, and that a
+rescue asks the model before it parses (the decisions themselves are the
+engine's tests)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,15 @@ import pytest
 
 from consumer.domain.alignment import PairAligner
 from consumer.domain.batch import BatchState
+from consumer.domain.cross_verifier import CrossEncoderVerifier
 from consumer.domain.models import BatchPlan, MemoryRecord, ScoredMemory
 from consumer.domain.normalize import content_hash, normalize_content
 from consumer.domain.reviewed import ReviewedPairs
+from consumer.domain.thresholds import Bands
 from consumer.domain.vetting import MatchVetter
+from schemas import Decision
 
-from .helpers import make_candidate, stored_memory
+from .helpers import FakeScorer, make_candidate, stored_memory
 
 BAND = 0.77
 NEW = "User runs 5 km every morning."
@@ -23,14 +27,24 @@ def aligner() -> PairAligner:
     return PairAligner()
 
 
-def vetter(aligner: PairAligner, *, guards: bool = True) -> MatchVetter:
+def vetter(
+    aligner: PairAligner | None,
+    *,
+    guards: bool = True,
+    cross_encoder: CrossEncoderVerifier | None = None,
+) -> MatchVetter:
     return MatchVetter(
         guards=guards,
         reviewed=ReviewedPairs(),
         aligner=aligner,
         verifier=None,
         full_matches_from=BAND,
+        cross_encoder=cross_encoder,
     )
+
+
+def cross_encoder(scorer: FakeScorer) -> CrossEncoderVerifier:
+    return CrossEncoderVerifier(scorer, veto_below=0.07, rescue_from=0.7)
 
 
 def stored(text: str) -> MemoryRecord:
@@ -95,3 +109,19 @@ async def test_candidates_close_in_the_batch_are_primed_unless_the_guards_keep_t
     # Only the pair with the same distance may be merged: only it is parsed.
     assert aligner.has_parsed(texts[1], texts[2])
     assert not aligner.has_parsed(texts[0])
+
+
+RESCUE_BANDS = Bands(duplicate_threshold=0.97, merge_threshold=BAND, rescue_threshold=0.47)
+
+
+async def test_a_rescue_candidate_not_parsed_asks_the_model_first(aligner: PairAligner) -> None:
+    stored_text, new = "User lives in Porto.", "User lives in Faro."
+    candidate = make_candidate(event_id="e1", content=new)
+    matches = [ScoredMemory(stored(stored_text), 0.6)]
+    scorer = FakeScorer({(stored_text, new): 0.1})
+    checks = vetter(aligner, cross_encoder=cross_encoder(scorer))
+    chosen, decision, *_ = await checks.first_allowed(candidate, matches, RESCUE_BANDS)
+    assert (chosen, decision) == (None, Decision.ACCEPTED)
+    # The model rejects it: no parse was needed.
+    assert scorer.calls == [[(stored_text, new)]]
+    assert not aligner.has_parsed(stored_text)
