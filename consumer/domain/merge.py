@@ -189,6 +189,9 @@ def fold(
     event = candidate.event
     source = MergeSource(event.event_id, candidate.memory_id)
     own_text = [FoldedText(event.event_id, event.content.strip())]
+    # Folded already: an earlier try stored the merge without its decision (a
+    # changelog append cut short), so this is no new sighting.
+    sighting = not folded_already(target, event.event_id)
     merged = replace(
         target,
         importance=max(target.importance, event.importance),
@@ -200,9 +203,9 @@ def fold(
             if source not in target.merged_from
             else list(target.merged_from)
         ),
-        seen_count=target.seen_count + 1,
+        seen_count=target.seen_count + sighting,
         first_seen_at=target.first_seen_at or target.created_at,
-        last_seen_at=now,
+        last_seen_at=now if sighting else target.last_seen_at,
         updated_at=now,
     )
     if text is None or (new_hash := content_hash(text.normalized)) == target.content_hash:
@@ -288,6 +291,12 @@ def text_hash(content: str) -> str:
 @lru_cache(maxsize=4096)
 def _short_text_hash(content: str) -> str:
     return content_hash(normalize_content(content))
+
+
+def folded_already(target: MemoryRecord, event_id: str) -> bool:
+    """Whether `event_id` was merged into `target` already (within the bounded
+    lineage)."""
+    return event_id in target.merged_event_ids
 
 
 def seen_again(target: MemoryRecord, now: datetime) -> MemoryRecord:

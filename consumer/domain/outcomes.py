@@ -16,6 +16,7 @@ from consumer.domain.merge import (
     MergeText,
     TextChoice,
     fold,
+    folded_already,
     newer_text,
     policy_text,
     seen_again,
@@ -91,11 +92,16 @@ class OutcomeWriter:
     ) -> Outcome:
         """`memory` is the matched memory as it stands now (overlay first). The
         skip keeps its text and bumps its `seen_count` and `last_seen_at`: the
-        matched memory is written with the batch."""
+        matched memory is written with the batch. A memory this event was merged
+        into already (an earlier try stored the merge without its decision) is
+        left as it is: the event is no new sighting."""
         now = self._clock()
-        seen = seen_again(memory, now)
         before = memory if reason is DecisionReason.SEMANTIC else None
-        state.plan.write_seen(seen)
+        if folded_already(memory, candidate.event.event_id):
+            seen = memory.copy()
+        else:
+            seen = seen_again(memory, now)
+            state.plan.write_seen(seen)
         state.staged_recent[candidate.scoped_hash] = memory.memory_id
         return Outcome(
             candidate=candidate,

@@ -6,7 +6,8 @@ re-emits its first decision; without a limit they grow with the input for ever.
 Kafka deletes input events after the topic's retention, so a decision is needed
 for about as long: an event redelivered after its decision was pruned is decided
 again, against the memories as they are then (accepted again into the memory it
-made, or an exact skip into the memory its text made), and creates no new memory.
+made, or an exact skip into the memory its text made; one merged already into a
+memory that still lists it is not counted again), and creates no new memory.
 
 After a batch, each partition the batch touched is checked at most every
 `interval_s`: up to `max_per_run` of its decisions decided before the cut-off are

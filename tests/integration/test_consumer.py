@@ -367,6 +367,53 @@ async def test_an_append_cut_short_after_the_memories_accepts_their_events_again
         await reopened.close()
 
 
+async def test_a_merge_stored_without_its_decision_is_not_counted_twice(
+    local_broker: Any, real_embedder: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As above, for a merge: the memory with the event folded in lands, its
+    decision does not. The retry merges the event again into a memory that holds
+    it already: one merged decision, and the memory seen twice, not three times."""
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path, topics={"partitions": 1})
+    append = Changelog.append
+    armed = False
+    cut_short = 0
+
+    async def append_cut_short(
+        self: Changelog, partition: int, points: Any, *, deleted_ids: Any = ()
+    ) -> int | None:
+        nonlocal cut_short
+        if armed and not cut_short and any(p.payload.get("kind") == "decision" for p in points):
+            cut_short += 1
+            landed = [p for p in points if p.payload.get("kind") != "decision"]
+            await append(self, partition, landed, deleted_ids=deleted_ids)
+            raise ChangelogUnavailable("injected: append cut short after the memories")
+        return await append(self, partition, points, deleted_ids=deleted_ids)
+
+    monkeypatch.setattr(Changelog, "append", append_cut_short)
+    store = EdgeMemoryStore(**edge_store_args(settings))
+    async with running_consumer(settings, real_embedder, store):
+        await produce(settings, [event("m1", "User is allergic to peanuts")])
+        assert await wait_committed(settings, 1, timeout_s=30)
+        armed = True
+        await produce(settings, [event("m2", "The user has a peanut allergy")])
+        assert await wait_committed(settings, 2, timeout_s=30)
+        outputs = await read_outputs(settings, at_least=2, settle_s=1.0)
+    assert cut_short == 1
+    by_event = decisions_by_event(outputs, settings)
+    first, merged = only(by_event, "m1"), only(by_event, "m2")
+    assert merged["decision"] == "merged"
+    assert merged["memory_id"] == first["memory_id"]
+    assert merged["memory"]["merged_event_ids"] == ["m2"]
+    assert merged["memory"]["seen_count"] == 2
+    reopened = EdgeMemoryStore(**edge_store_args(settings))
+    await reopened.start(real_embedder.dimension)
+    try:
+        stored = await reopened.get_memories(0, [first["memory_id"]])
+        assert stored[first["memory_id"]].seen_count == 2
+    finally:
+        await reopened.close()
+
+
 async def test_restart_resumes_from_committed_offsets(
     local_broker: Any, real_embedder: Any, tmp_path: Path, store_kind: str
 ) -> None:

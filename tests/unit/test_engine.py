@@ -267,6 +267,31 @@ async def test_two_merges_accumulate_event_ids(
     assert outcome.memory.merged_event_ids == ["e2", "e3"]
 
 
+async def test_an_event_merged_already_is_no_new_sighting(
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: MemoryStore
+) -> None:
+    await decide_and_store(store, make_engine(), cand("e1", BASE))
+    # A changelog append cut short after the memories: the merge is stored, its
+    # decision is not, and the event is decided again (by a fresh engine).
+    plan = await make_engine().decide(0, [cand("e2", CLOSE, 1)])
+    [merged] = plan.outcomes
+    await store.write(0, list(plan.writes.values()), [])
+    assert (merged.decision, merged.memory.seen_count) == (Decision.MERGED, 2)
+    [again] = (await make_engine().decide(0, [cand("e2", CLOSE, 1)])).outcomes
+    assert again.decision is Decision.MERGED
+    assert again.memory.memory_id == merged.memory.memory_id
+    assert again.memory.merged_event_ids == ["e2"]
+    assert again.memory.seen_count == 2
+    # Met in the skip band instead (the merge kept its text), it is not counted either.
+    plan = await make_engine().decide(0, [cand("e2", NEAR, 1)])
+    [skipped] = plan.outcomes
+    assert (skipped.decision, skipped.memory.seen_count) == (Decision.SKIPPED, 2)
+    assert plan.writes == {}
+    # Another event is a new sighting.
+    [other] = (await make_engine().decide(0, [cand("e3", NEAR, 2)])).outcomes
+    assert (other.decision, other.memory.seen_count) == (Decision.SKIPPED, 3)
+
+
 async def test_below_merge_is_accepted(engine: DedupEngine, store: MemoryStore) -> None:
     await decide_and_store(store, engine, cand("e1", BASE))
     [outcome] = await decide_and_store(store, engine, cand("e2", FAR, 1))
