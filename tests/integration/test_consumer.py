@@ -316,6 +316,29 @@ async def test_a_failed_shard_write_is_restored_from_the_changelog_before_the_re
         await reopened.close()
 
 
+class AppendCutShort:
+    """`Changelog.append` patched: the first append with decisions, once `armed`,
+    lands only its memory points and then fails, as a crash part-way would."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, *, armed: bool = True) -> None:
+        self.armed = armed
+        self.cut_short = 0
+        append = Changelog.append
+
+        async def append_cut_short(
+            changelog: Changelog, partition: int, points: Any, *, deleted_ids: Any = ()
+        ) -> int | None:
+            decisions = any(p.payload.get("kind") == "decision" for p in points)
+            if self.armed and not self.cut_short and decisions:
+                self.cut_short += 1
+                landed = [p for p in points if p.payload.get("kind") != "decision"]
+                await append(changelog, partition, landed, deleted_ids=deleted_ids)
+                raise ChangelogUnavailable("injected: append cut short after the memories")
+            return await append(changelog, partition, points, deleted_ids=deleted_ids)
+
+        monkeypatch.setattr(Changelog, "append", append_cut_short)
+
+
 async def test_an_append_cut_short_after_the_memories_accepts_their_events_again(
     local_broker: Any, real_embedder: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -324,21 +347,7 @@ async def test_an_append_cut_short_after_the_memories_accepts_their_events_again
     restores those memories and must still announce them as accepted (nothing was
     published before), not as exact skips into memories no decision ever named."""
     settings = make_settings(local_broker.bootstrap_servers, tmp_path, topics={"partitions": 1})
-    append = Changelog.append
-    cut_short = 0
-
-    async def append_cut_short(
-        self: Changelog, partition: int, points: Any, *, deleted_ids: Any = ()
-    ) -> int | None:
-        nonlocal cut_short
-        if not cut_short and any(p.payload.get("kind") == "decision" for p in points):
-            cut_short += 1
-            landed = [p for p in points if p.payload.get("kind") != "decision"]
-            await append(self, partition, landed, deleted_ids=deleted_ids)
-            raise ChangelogUnavailable("injected: append cut short after the memories")
-        return await append(self, partition, points, deleted_ids=deleted_ids)
-
-    monkeypatch.setattr(Changelog, "append", append_cut_short)
+    cut = AppendCutShort(monkeypatch)
     store = EdgeMemoryStore(**edge_store_args(settings))
     items = [
         event("c1", "User keeps bees on the roof"),
@@ -349,7 +358,7 @@ async def test_an_append_cut_short_after_the_memories_accepts_their_events_again
     async with running_consumer(settings, real_embedder, store):
         assert await wait_committed(settings, len(items), timeout_s=30)
         outputs = await read_outputs(settings, at_least=len(items), settle_s=1.0)
-    assert cut_short == 1
+    assert cut.cut_short == 1
     by_event = decisions_by_event(outputs, settings)
     decided = {event_id: only(by_event, event_id) for event_id in by_event}
     assert {e: d["decision"] for e, d in decided.items()} == {
@@ -374,31 +383,16 @@ async def test_a_merge_stored_without_its_decision_is_not_counted_twice(
     decision does not. The retry merges the event again into a memory that holds
     it already: one merged decision, and the memory seen twice, not three times."""
     settings = make_settings(local_broker.bootstrap_servers, tmp_path, topics={"partitions": 1})
-    append = Changelog.append
-    armed = False
-    cut_short = 0
-
-    async def append_cut_short(
-        self: Changelog, partition: int, points: Any, *, deleted_ids: Any = ()
-    ) -> int | None:
-        nonlocal cut_short
-        if armed and not cut_short and any(p.payload.get("kind") == "decision" for p in points):
-            cut_short += 1
-            landed = [p for p in points if p.payload.get("kind") != "decision"]
-            await append(self, partition, landed, deleted_ids=deleted_ids)
-            raise ChangelogUnavailable("injected: append cut short after the memories")
-        return await append(self, partition, points, deleted_ids=deleted_ids)
-
-    monkeypatch.setattr(Changelog, "append", append_cut_short)
+    cut = AppendCutShort(monkeypatch, armed=False)
     store = EdgeMemoryStore(**edge_store_args(settings))
     async with running_consumer(settings, real_embedder, store):
         await produce(settings, [event("m1", "User is allergic to peanuts")])
         assert await wait_committed(settings, 1, timeout_s=30)
-        armed = True
+        cut.armed = True
         await produce(settings, [event("m2", "The user has a peanut allergy")])
         assert await wait_committed(settings, 2, timeout_s=30)
         outputs = await read_outputs(settings, at_least=2, settle_s=1.0)
-    assert cut_short == 1
+    assert cut.cut_short == 1
     by_event = decisions_by_event(outputs, settings)
     first, merged = only(by_event, "m1"), only(by_event, "m2")
     assert merged["decision"] == "merged"
