@@ -28,7 +28,7 @@ def aligner() -> PairAligner:
 
 
 def vetter(
-    aligner: PairAligner | None,
+    aligner: PairAligner,
     *,
     guards: bool = True,
     cross_encoder: CrossEncoderVerifier | None = None,
@@ -41,10 +41,6 @@ def vetter(
         full_matches_from=BAND,
         cross_encoder=cross_encoder,
     )
-
-
-def cross_encoder(scorer: FakeScorer) -> CrossEncoderVerifier:
-    return CrossEncoderVerifier(scorer, veto_below=0.07, rescue_from=0.7)
 
 
 def stored(text: str) -> MemoryRecord:
@@ -119,7 +115,8 @@ async def test_a_rescue_candidate_not_parsed_asks_the_model_first(aligner: PairA
     candidate = make_candidate(event_id="e1", content=new)
     matches = [ScoredMemory(stored(stored_text), 0.6)]
     scorer = FakeScorer({(stored_text, new): 0.1})
-    checks = vetter(aligner, cross_encoder=cross_encoder(scorer))
+    model = CrossEncoderVerifier(scorer, veto_below=0.07, rescue_from=0.7)
+    checks = vetter(aligner, cross_encoder=model)
     chosen, decision, *_ = await checks.first_allowed(candidate, matches, RESCUE_BANDS)
     assert (chosen, decision) == (None, Decision.ACCEPTED)
     # The model rejects it: no parse was needed.
