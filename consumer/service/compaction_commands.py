@@ -3,7 +3,8 @@ id redirected to it, with a decision (`reason: compaction`) per member."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -21,12 +22,14 @@ from consumer.domain.models import (
     FoldedText,
     MemoryRecord,
     MergeSource,
+    Scope,
 )
 from consumer.domain.normalize import (
     content_hash,
     decision_id_for,
     normalize_content,
 )
+from consumer.domain.thresholds import Bands
 from consumer.kafka.records import OutgoingRecord
 from consumer.service.command_handler import CommandHandler
 from consumer.service.decisions import stored_memory
@@ -46,6 +49,16 @@ from schemas.events import MAX_ENTITIES, MAX_TOPICS
 log = structlog.get_logger(__name__)
 
 
+@dataclass(frozen=True, slots=True)
+class FoldedMember:
+    """What a member's decision names: its id, its text's hash and the event that
+    made it."""
+
+    memory_id: str
+    content_hash: str
+    origin_event_id: str
+
+
 class CompactionCommands(CommandHandler):
     async def compact(
         self, partition: int, item: ParsedCommand, compact: CompactCommand
@@ -55,6 +68,27 @@ class CompactionCommands(CommandHandler):
         planned = {compact.keeper_id: compact.keeper_hash}
         planned.update({m.memory_id: m.content_hash for m in compact.members})
         found = await self._store.get_points(partition, list(planned))
+        bands = self._engine.policy.bands_for(scope.namespace)
+        now = self._clock()
+        finished = folded_by_an_earlier_try(scope, compact, found)
+        if finished is not None:
+            # The keeper stored already holds every member: it is not folded again
+            # (that would count the members' sightings twice).
+            keeper, folded = finished
+            live = [
+                codec.memory_from_payload(m.memory_id, found[m.memory_id].payload, None)
+                for m in folded
+                if codec.is_memory(found[m.memory_id].payload)
+            ]
+            log.info(
+                "compaction_completed_after_an_interrupted_try",
+                run_id=compact.run_id,
+                keeper_id=keeper.memory_id,
+                members_left=len(live),
+            )
+            return self._emit(
+                partition, item, compact, keeper, None, folded, live, bands, now, fields
+            )
         memories: dict[str, MemoryRecord] = {}
         for memory_id, expected_hash in planned.items():
             point = found.get(memory_id)
@@ -75,17 +109,40 @@ class CompactionCommands(CommandHandler):
 
         keeper = memories[compact.keeper_id]
         members = [memories[m.memory_id] for m in compact.members]
-        bands = self._engine.policy.bands_for(scope.namespace)
-        now = self._clock()
         merged, fallback = await self._fold_cluster(
             keeper, members, compact, bands.merge_policy, now
         )
+        folded = [FoldedMember(m.memory_id, m.content_hash, m.origin_event_id) for m in members]
+        return self._emit(
+            partition, item, compact, merged, fallback, folded, members, bands, now, fields
+        )
+
+    def _emit(
+        self,
+        partition: int,
+        item: ParsedCommand,
+        compact: CompactCommand,
+        merged: MemoryRecord,
+        fallback: Any,
+        folded: list[FoldedMember],
+        to_redirect: list[MemoryRecord],
+        bands: Bands,
+        now: datetime,
+        fields: dict[str, Any],
+    ) -> tuple[list[codec.RawPoint], list[OutgoingRecord]]:
+        """The keeper as folded, a redirect for each member in `to_redirect`
+        (the keeper first: an append cut short never redirects a member to a
+        keeper without its text), a decision per member and the result."""
+        scope = item.scope
         points = [codec.memory_point(merged, self._dimension)]
+        points += [
+            codec.redirect_point(member, merged.memory_id, self._dimension)
+            for member in to_redirect
+        ]
         outputs: list[OutgoingRecord] = []
-        for planned_member, member in zip(compact.members, members, strict=True):
-            points.append(codec.redirect_point(member, keeper.memory_id, self._dimension))
+        for planned_member, member in zip(compact.members, folded, strict=True):
             self._engine.recent.put(
-                (scope.tenant_id, scope.namespace, member.content_hash), keeper.memory_id, partition
+                (scope.tenant_id, scope.namespace, member.content_hash), merged.memory_id, partition
             )
             decision = Decision(planned_member.decision)
             threshold = (
@@ -118,12 +175,12 @@ class CompactionCommands(CommandHandler):
             )
             topic = self._topics.merged if decision is Decision.MERGED else self._topics.skipped
             outputs.append(self._record(topic, item, decision_event.model_dump_json()))
-        removed = [m.memory_id for m in members]
+        removed = [m.memory_id for m in folded]
         outputs.append(
             self._result(
                 item,
                 CommandStatus.APPLIED,
-                f"{len(removed)} memories folded into {keeper.memory_id}",
+                f"{len(removed)} memories folded into {merged.memory_id}",
                 removed_memory_ids=removed,
                 **fields,
             )
@@ -224,3 +281,48 @@ class CompactionCommands(CommandHandler):
             ),
             fallback,
         )
+
+
+def folded_by_an_earlier_try(
+    scope: Scope, compact: CompactCommand, found: Mapping[str, codec.RawPoint]
+) -> tuple[MemoryRecord, list[FoldedMember]] | None:
+    """The stored keeper and the planned members, when an earlier try of this
+    cluster stored its keeper and then was cut short (a changelog append lands its
+    points in order): the keeper's text is the planned one or replaced it, its
+    lineage names each member with the event that made it, and each member is
+    still as planned or already redirected to the keeper. Otherwise None."""
+    point = found.get(compact.keeper_id)
+    if point is None or not _in_scope(point.payload, scope) or not codec.is_memory(point.payload):
+        return None
+    keeper = codec.memory_from_payload(compact.keeper_id, point.payload, point.vector)
+    if compact.keeper_hash not in (keeper.content_hash, *keeper.supersedes):
+        return None
+    sources = {(s.memory_id, s.event_id) for s in keeper.merged_from}
+    origins = {s.memory_id: s.event_id for s in keeper.merged_from}
+    folded: list[FoldedMember] = []
+    for planned in compact.members:
+        member = found.get(planned.memory_id)
+        if member is None or planned.memory_id not in origins:
+            return None
+        payload = member.payload
+        if not _in_scope(payload, scope) or payload.get(codec.HASH_FIELD) != planned.content_hash:
+            return None
+        if codec.is_memory(payload):
+            # A live member counts only if the keeper names the event that made it,
+            # not another event whose text had this member's id.
+            origin = str(payload["origin_event_id"])
+            if (planned.memory_id, origin) not in sources:
+                return None
+        elif codec.redirect_target(payload) == keeper.memory_id:
+            origin = origins[planned.memory_id]
+        else:
+            return None
+        folded.append(FoldedMember(planned.memory_id, planned.content_hash, origin))
+    return keeper, folded
+
+
+def _in_scope(payload: Mapping[str, Any], scope: Scope) -> bool:
+    return (payload.get(codec.TENANT_FIELD), payload.get(codec.NAMESPACE_FIELD)) == (
+        scope.tenant_id,
+        scope.namespace,
+    )

@@ -17,7 +17,9 @@ from aiokafka import AIOKafkaConsumer
 from consumer.cli.auditlog import ReviewRefused, read_log, send_review
 from consumer.cli.compact import load_state, run_compaction
 from consumer.domain.normalize import content_hash, memory_id_for, normalize_content
+from consumer.errors import ChangelogUnavailable
 from consumer.settings import CrossEncoderSettings, Settings
+from consumer.state.changelog import Changelog
 from schemas import (
     CommandStatus,
     MemoryDecisionEvent,
@@ -377,6 +379,73 @@ async def test_compaction_folds_clusters_with_guards_and_dry_run_changes_nothing
             assert [len(a.clusters) for a in rerun.analyses] == [0]
     finally:
         await stores.close()
+
+
+async def test_a_compaction_cut_short_after_its_keeper_is_finished_by_the_retry(
+    local_broker: Any, real_embedder: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The changelog append of a compaction lands the folded keeper, then fails
+    (a crash part-way). The consumer restores the keeper and the retry finishes
+    the cluster from it: applied, each member announced once, the keeper seen
+    once per memory folded in, not twice, and the text replace_with_newer chose
+    kept (before, a keeper whose text the fold replaced got the retry rejected)."""
+    # The consumer applies the command with its own namespace policy.
+    ingest = make_settings(
+        local_broker.bootstrap_servers,
+        tmp_path,
+        dedup={**NO_MERGES, "merge_policy": "replace_with_newer"},
+        embedding={"same_subject": False},
+    )
+    settings = ingest.model_copy(
+        update={
+            "dedup": ingest.dedup.model_copy(update=USUAL),
+            "embedding": ingest.embedding.model_copy(update={"same_subject": True}),
+        }
+    )
+    append = Changelog.append
+    cut_short: list[int] = []
+
+    async def keeper_only(
+        changelog: Changelog, partition: int, points: Any, *, deleted_ids: Any = ()
+    ) -> int | None:
+        if not cut_short and any(p.payload.get("kind") == "redirect" for p in points):
+            cut_short.append(len(points))
+            await append(changelog, partition, points[:1], deleted_ids=deleted_ids)
+            raise ChangelogUnavailable("injected: append cut short after the keeper")
+        return await append(changelog, partition, points, deleted_ids=deleted_ids)
+
+    monkeypatch.setattr(Changelog, "append", keeper_only)
+    texts = {"p1": "User lives in Paris", "p2": "The user lives in Paris"}
+    stores = StoreFactory("edge", settings)
+    store = await stores.open()
+    try:
+        async with running_consumer(ingest, real_embedder, store):
+            await produce(settings, [event(k, v, namespace="home") for k, v in texts.items()])
+            await read_outputs(settings, at_least=2)
+            outcome = await run_compaction(settings, wait_s=60)
+            assert [r.status for r in outcome.results.values()] == [CommandStatus.APPLIED]
+            assert cut_short == [3]  # the keeper, a redirect, the command record
+            outputs = await read_outputs(settings, at_least=3, settle_s=1.0)
+            assert await count_memories(settings, None) == 1
+    finally:
+        await stores.close()
+    compacted = [
+        MemoryDecisionEvent.model_validate(copy)
+        for copies in decisions_by_event(outputs, settings).values()
+        for copy in copies
+        if copy["reason"] == "compaction"
+    ]
+    assert len(compacted) == 1
+    [decision] = compacted
+    assert decision.memory.seen_count == 2
+    assert [s.event_id for s in decision.memory.merged_from] == [decision.event_id]
+    assert {decision.memory.content, *(t.content for t in decision.memory.folded_texts)} == set(
+        texts.values()
+    )
+    state = await load_state(settings)
+    [stored] = [m for memories in state.memories.values() for m in memories]
+    assert stored.seen_count == 2
+    assert stored.content == decision.memory.content
 
 
 async def test_periodic_compaction_inside_the_consumer(

@@ -12,6 +12,7 @@ import pytest
 from consumer.domain import merge
 from consumer.domain.models import Scope
 from consumer.domain.normalize import content_hash, memory_id_for, normalize_content
+from consumer.errors import StoreUnavailable
 from consumer.kafka.records import InputRecord
 from consumer.observability.metrics import ServiceMetrics
 from consumer.ports import MemoryStore
@@ -352,6 +353,70 @@ async def test_compaction_keeps_the_latest_lineage_only(
     assert keeper["seen_count"] == 3
     assert keeper["merged_event_ids"] == ["e2"]
     assert [s["event_id"] for s in keeper["merged_from"]] == ["e2"]
+
+
+@pytest.mark.parametrize("policy", ["keep_existing", "replace_with_newer"])
+async def test_a_compaction_cut_short_after_its_keeper_completes_when_redelivered(
+    store: MemoryStore, embedder: FakeEmbedder, monkeypatch: pytest.MonkeyPatch, policy: str
+) -> None:
+    """A write that lands the folded keeper and then fails (a crash part-way through
+    the changelog append): the redelivered command finishes the cluster with the
+    keeper as stored. It is not folded again (the members' sightings would count
+    twice), and a keeper whose text the fold replaced is no reason to reject it."""
+    from consumer.domain.dedup import DedupEngine
+    from consumer.domain.recent import RecentCache
+    from consumer.domain.thresholds import Bands, ThresholdPolicy
+
+    bands = Bands(duplicate_threshold=0.999, merge_threshold=0.999, merge_policy=policy)  # type: ignore[arg-type]
+    engine = DedupEngine(
+        store=store,
+        embedder=embedder,
+        policy=ThresholdPolicy(default=bands),
+        recent=RecentCache(ttl_s=300, max_entries=1000),
+    )
+    harness = Harness(engine, store, embedder, FakePublisher())
+    texts = ["User likes green tea", "User enjoys green tea", "User loves green tea"]
+    for index, text in enumerate(texts):
+        await harness.send(event_dict(event_id=f"e{index}", content=text))
+    apply_points = type(store).apply_points
+    cut_short: list[int] = []
+
+    async def keeper_only(self: Any, partition: int, points: Any, **kwargs: Any) -> Any:
+        if not cut_short and any(p.payload.get("kind") == "redirect" for p in points):
+            cut_short.append(len(points))
+            await apply_points(self, partition, points[:1], **kwargs)  # the keeper
+            raise StoreUnavailable("injected: cut short after the keeper")
+        return await apply_points(self, partition, points, **kwargs)
+
+    monkeypatch.setattr(type(store), "apply_points", keeper_only)
+    body = compact(texts[0], [(texts[1], "merged"), (texts[2], "skipped")])
+    body["text_source_id"] = memory_id(texts[2]) if policy == "replace_with_newer" else None
+    with pytest.raises(StoreUnavailable):
+        await harness.send(command("c1", body))
+    assert cut_short == [4]  # keeper, two redirects, the command record
+    harness.offset -= 1  # the same record, redelivered
+    outputs = await harness.send(command("c1", body))
+    assert [topic for topic, _ in outputs] == [
+        TOPICS.merged,
+        TOPICS.skipped,
+        TOPICS.command_results,
+    ]
+    assert outputs[-1][1]["status"] == "applied"
+    keeper = MemoryDecisionEvent.model_validate(outputs[0][1]).memory
+    assert keeper.seen_count == 3
+    assert [s.event_id for s in keeper.merged_from] == ["e1", "e2"]
+    kept_text = texts[2] if policy == "replace_with_newer" else texts[0]
+    assert keeper.content == kept_text
+    assert sorted(t.content for t in keeper.folded_texts) == sorted(
+        t for t in texts if t != kept_text
+    )
+    assert [d["event_id"] for _, d in outputs[:2]] == ["e1", "e2"]
+    assert await store.count_memories(0) == 1
+    for text in texts[1:]:
+        found = await store.get_memories(0, [memory_id(text)])
+        assert found[memory_id(text)].memory_id == memory_id(texts[0])
+    stored = (await store.get_memories(0, [memory_id(texts[0])]))[memory_id(texts[0])]
+    assert stored.seen_count == 3
 
 
 async def test_a_malformed_command_is_dead_lettered_with_its_id(harness: Harness) -> None:
