@@ -184,6 +184,9 @@ class BatchState:
     # Where each memory's row is, and how much of plan.rewritten the rows reflect.
     row_of: dict[str, tuple[ScopeRows, int]] = field(default_factory=dict)
     rewrites_seen: int = 0
+    # Per memory skipped into in this batch: the events its stored record says an
+    # earlier try of this batch counted already, and the events skipped into it here.
+    skips_into: dict[str, tuple[frozenset[str], list[str]]] = field(default_factory=dict)
 
     def current(self, memory_id: str) -> MemoryRecord | None:
         return self.plan.writes.get(memory_id) or self.stored.get(memory_id)

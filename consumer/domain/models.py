@@ -55,6 +55,10 @@ class MemoryRecord:
     # None only on records built before lineage existed; the codec fills them in.
     first_seen_at: datetime | None = None
     last_seen_at: datetime | None = None
+    # The events skipped into this memory by the batch that last counted a skip:
+    # a retry of that batch (its decisions cut short after the memories) finds
+    # them here and does not count them again.
+    skipped_event_ids: list[str] = field(default_factory=list)
 
     @property
     def scope(self) -> Scope:
@@ -83,6 +87,7 @@ class MemoryRecord:
             seen_count=self.seen_count,
             first_seen_at=self.first_seen_at,
             last_seen_at=self.last_seen_at,
+            skipped_event_ids=self.skipped_event_ids,
         )
 
 

@@ -92,15 +92,27 @@ class OutcomeWriter:
     ) -> Outcome:
         """`memory` is the matched memory as it stands now (overlay first). The
         skip keeps its text and bumps its `seen_count` and `last_seen_at`: the
-        matched memory is written with the batch. A memory this event was merged
-        into already (an earlier try stored the merge without its decision) is
-        left as it is: the event is no new sighting."""
+        matched memory is written with the batch, with the events skipped into it
+        here (`skipped_event_ids`). A memory this event was merged or skipped into
+        already (an earlier try of the batch stored the memory without the
+        decision) is left as it is: the event is no new sighting."""
         now = self._clock()
         before = memory if reason is DecisionReason.SEMANTIC else None
-        if folded_already(memory, candidate.event.event_id):
+        event_id = candidate.event.event_id
+        skips = state.skips_into.get(memory.memory_id)
+        if skips is None:
+            # The first skip into it in this batch: its record is still the stored one.
+            skips = state.skips_into[memory.memory_id] = (
+                frozenset(memory.skipped_event_ids),
+                [],
+            )
+        counted_before, skipped_here = skips
+        skipped_here.append(event_id)
+        if event_id in counted_before or folded_already(memory, event_id):
             seen = memory.copy()
         else:
             seen = seen_again(memory, now)
+            seen.skipped_event_ids = list(skipped_here)
             state.plan.write_seen(seen)
         state.staged_recent[candidate.scoped_hash] = memory.memory_id
         return Outcome(

@@ -43,7 +43,7 @@ COMMAND_KIND: Final = "command"
 # changelog under a key of its own and applied to the memory's payload, so that a
 # skip does not store the whole memory with its vector again.
 SEEN_KIND: Final = "seen"
-SEEN_FIELDS: Final = ("seen_count", "first_seen_at", "last_seen_at")
+SEEN_FIELDS: Final = ("seen_count", "first_seen_at", "last_seen_at", "skipped_event_ids")
 TENANT_FIELD: Final = "tenant_id"
 NAMESPACE_FIELD: Final = "namespace"
 HASH_FIELD: Final = "content_hash"
@@ -87,6 +87,7 @@ def seen_fields(memory: MemoryRecord) -> dict[str, Any]:
         "seen_count": memory.seen_count,
         "first_seen_at": (memory.first_seen_at or memory.created_at).isoformat(),
         "last_seen_at": (memory.last_seen_at or memory.updated_at).isoformat(),
+        "skipped_event_ids": list(memory.skipped_event_ids),
     }
 
 
@@ -128,6 +129,7 @@ def memory_from_payload(
         seen_count=int(payload.get("seen_count", 1 + len(merged_event_ids))),
         first_seen_at=datetime.fromisoformat(first_seen) if first_seen else created_at,
         last_seen_at=datetime.fromisoformat(last_seen) if last_seen else updated_at,
+        skipped_event_ids=list(payload.get("skipped_event_ids", [])),
     )
 
 
@@ -340,7 +342,10 @@ def seen_point(memory: MemoryRecord) -> RawPoint:
 
 def seen_update(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """(memory id, the payload fields it sets) of a seen point."""
-    return str(payload["memory_id"]), {name: payload[name] for name in SEEN_FIELDS}
+    # Seen updates written before skipped_event_ids existed lack it.
+    return str(payload["memory_id"]), {
+        name: payload[name] for name in SEEN_FIELDS if name in payload
+    }
 
 
 def fold_seen(memory: dict[str, Any], seen: dict[str, Any]) -> dict[str, Any]:

@@ -408,6 +408,43 @@ async def test_a_merge_stored_without_its_decision_is_not_counted_twice(
         await reopened.close()
 
 
+async def test_a_skip_stored_without_its_decision_is_not_counted_twice(
+    local_broker: Any, real_embedder: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As above, for skips: the memory's seen update lands, the decisions do not.
+    The retry skips the same events into a memory that counted them already: one
+    decision each, and the memory seen three times, not five."""
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path, topics={"partitions": 1})
+    cut = AppendCutShort(monkeypatch, armed=False)
+    store = EdgeMemoryStore(**edge_store_args(settings))
+    async with running_consumer(settings, real_embedder, store):
+        await produce(settings, [event("k1", "User is allergic to peanuts")])
+        assert await wait_committed(settings, 1, timeout_s=30)
+        cut.armed = True
+        repeats = [
+            event("k2", "user is allergic to peanuts."),
+            event("k3", "User is allergic to peanuts!"),
+        ]
+        await produce(settings, repeats)
+        assert await wait_committed(settings, 3, timeout_s=30)
+        outputs = await read_outputs(settings, at_least=3, settle_s=1.0)
+    assert cut.cut_short == 1
+    by_event = decisions_by_event(outputs, settings)
+    first = only(by_event, "k1")
+    skipped = [only(by_event, e) for e in ("k2", "k3")]
+    assert [(d["decision"], d["memory_id"]) for d in skipped] == [
+        ("skipped", first["memory_id"])
+    ] * 2
+    assert skipped[-1]["memory"]["seen_count"] == 3
+    reopened = EdgeMemoryStore(**edge_store_args(settings))
+    await reopened.start(real_embedder.dimension)
+    try:
+        stored = await reopened.get_memories(0, [first["memory_id"]])
+        assert stored[first["memory_id"]].seen_count == 3
+    finally:
+        await reopened.close()
+
+
 async def test_restart_resumes_from_committed_offsets(
     local_broker: Any, real_embedder: Any, tmp_path: Path, store_kind: str
 ) -> None:

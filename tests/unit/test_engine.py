@@ -292,6 +292,38 @@ async def test_an_event_merged_already_is_no_new_sighting(
     assert (other.decision, other.memory.seen_count) == (Decision.SKIPPED, 3)
 
 
+async def test_an_event_skipped_already_is_no_new_sighting(
+    make_engine: EngineFactory, vectors: FakeEmbedder, store: MemoryStore
+) -> None:
+    [first] = await decide_and_store(store, make_engine(), cand("e1", BASE))
+    # A changelog append cut short after the memories: the skips' seen update is
+    # stored, their decisions are not, and the batch is decided again.
+    batch = [cand("e2", NEAR, 1), cand("e3", BASE, 2)]
+    plan = await make_engine().decide(0, batch)
+    assert [o.decision for o in plan.outcomes] == [Decision.SKIPPED] * 2
+    assert plan.outcomes[-1].memory.seen_count == 3
+    await store.write(0, list(plan.writes.values()), [])
+    again = await make_engine().decide(0, batch)
+    assert [(o.decision, o.memory.seen_count) for o in again.outcomes] == [
+        (Decision.SKIPPED, 3),
+        (Decision.SKIPPED, 3),
+    ]
+    assert again.writes == {}
+    # The retry may read more events than the first try: those are new sightings,
+    # and what it writes still names the first try's, for a retry after it.
+    longer = await make_engine().decide(0, [*batch, cand("e4", NEAR, 3)])
+    assert [o.memory.seen_count for o in longer.outcomes] == [3, 3, 4]
+    await store.write(0, list(longer.writes.values()), [])
+    stored = (await store.get_memories(0, [first.memory.memory_id]))[first.memory.memory_id]
+    assert (stored.seen_count, stored.skipped_event_ids) == (4, ["e2", "e3", "e4"])
+    last = await make_engine().decide(0, [*batch, cand("e4", NEAR, 3)])
+    assert [o.memory.seen_count for o in last.outcomes] == [4, 4, 4]
+    # A later batch's skip is counted, and its record names that batch's events only.
+    later = await make_engine().decide(0, [cand("e5", NEAR, 4)])
+    [seen] = later.writes.values()
+    assert (seen.seen_count, seen.skipped_event_ids) == (5, ["e5"])
+
+
 async def test_below_merge_is_accepted(engine: DedupEngine, store: MemoryStore) -> None:
     await decide_and_store(store, engine, cand("e1", BASE))
     [outcome] = await decide_and_store(store, engine, cand("e2", FAR, 1))
