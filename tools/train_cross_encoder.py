@@ -56,6 +56,10 @@ The shipped model (synthetic pairs with the ``number_format`` and ``object_perso
 kinds, 16,384 pairs an epoch): 412 / 436 / 339 s for epochs 1-3 (40 / 38 / 48
 pairs/s, load 2-3), 20.1 min in all; memory dev AUC 0.825 / 0.871 / 0.893 (fp32),
 0.896 for the shipped int8 export (int8-all-emb, best F1 0.828).
+With every memory file's train split (seven files, 28,486 pairs an epoch), 2
+threads, load 2-3: 675 / 562 / 548 s for epochs 1-3 (42-52 pairs/s), 30.2 min in
+all with the dev scoring; dev AUC 0.899 / 0.922 / 0.913 (fp32) on the 961 dev
+pairs of the seven files (docs/quality.md, after the sixteenth round: not shipped).
 The model shipped since the tenth round (two synthetic files, 26,914 pairs an
 epoch with the five pair files' train splits) on one H100 with ``--prepared
 --device cuda``: 25 / 26 / 21 s for epochs 1-3, memory dev (505 pairs, the five
