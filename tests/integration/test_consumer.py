@@ -376,6 +376,38 @@ async def test_an_append_cut_short_after_the_memories_accepts_their_events_again
         await reopened.close()
 
 
+async def decided_after_a_cut_short_append(
+    settings: Settings,
+    embedder: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    first: list[Any],
+    then: list[Any],
+) -> dict[str, list[dict[str, Any]]]:
+    """Decisions by event when `first` is decided as usual and the append of the
+    first batch of `then` lands only its memory points (`AppendCutShort`)."""
+    cut = AppendCutShort(monkeypatch, armed=False)
+    store = EdgeMemoryStore(**edge_store_args(settings))
+    async with running_consumer(settings, embedder, store):
+        await produce(settings, first)
+        assert await wait_committed(settings, len(first), timeout_s=30)
+        cut.armed = True
+        await produce(settings, then)
+        total = len(first) + len(then)
+        assert await wait_committed(settings, total, timeout_s=30)
+        outputs = await read_outputs(settings, at_least=total, settle_s=1.0)
+    assert cut.cut_short == 1
+    return decisions_by_event(outputs, settings)
+
+
+async def stored_seen_count(settings: Settings, embedder: Any, memory_id: str) -> int:
+    reopened = EdgeMemoryStore(**edge_store_args(settings))
+    await reopened.start(embedder.dimension)
+    try:
+        return (await reopened.get_memories(0, [memory_id]))[memory_id].seen_count
+    finally:
+        await reopened.close()
+
+
 async def test_a_merge_stored_without_its_decision_is_not_counted_twice(
     local_broker: Any, real_embedder: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -383,29 +415,19 @@ async def test_a_merge_stored_without_its_decision_is_not_counted_twice(
     decision does not. The retry merges the event again into a memory that holds
     it already: one merged decision, and the memory seen twice, not three times."""
     settings = make_settings(local_broker.bootstrap_servers, tmp_path, topics={"partitions": 1})
-    cut = AppendCutShort(monkeypatch, armed=False)
-    store = EdgeMemoryStore(**edge_store_args(settings))
-    async with running_consumer(settings, real_embedder, store):
-        await produce(settings, [event("m1", "User is allergic to peanuts")])
-        assert await wait_committed(settings, 1, timeout_s=30)
-        cut.armed = True
-        await produce(settings, [event("m2", "The user has a peanut allergy")])
-        assert await wait_committed(settings, 2, timeout_s=30)
-        outputs = await read_outputs(settings, at_least=2, settle_s=1.0)
-    assert cut.cut_short == 1
-    by_event = decisions_by_event(outputs, settings)
+    by_event = await decided_after_a_cut_short_append(
+        settings,
+        real_embedder,
+        monkeypatch,
+        [event("m1", "User is allergic to peanuts")],
+        [event("m2", "The user has a peanut allergy")],
+    )
     first, merged = only(by_event, "m1"), only(by_event, "m2")
     assert merged["decision"] == "merged"
     assert merged["memory_id"] == first["memory_id"]
     assert merged["memory"]["merged_event_ids"] == ["m2"]
     assert merged["memory"]["seen_count"] == 2
-    reopened = EdgeMemoryStore(**edge_store_args(settings))
-    await reopened.start(real_embedder.dimension)
-    try:
-        stored = await reopened.get_memories(0, [first["memory_id"]])
-        assert stored[first["memory_id"]].seen_count == 2
-    finally:
-        await reopened.close()
+    assert await stored_seen_count(settings, real_embedder, first["memory_id"]) == 2
 
 
 async def test_a_skip_stored_without_its_decision_is_not_counted_twice(
@@ -415,34 +437,20 @@ async def test_a_skip_stored_without_its_decision_is_not_counted_twice(
     The retry skips the same events into a memory that counted them already: one
     decision each, and the memory seen three times, not five."""
     settings = make_settings(local_broker.bootstrap_servers, tmp_path, topics={"partitions": 1})
-    cut = AppendCutShort(monkeypatch, armed=False)
-    store = EdgeMemoryStore(**edge_store_args(settings))
-    async with running_consumer(settings, real_embedder, store):
-        await produce(settings, [event("k1", "User is allergic to peanuts")])
-        assert await wait_committed(settings, 1, timeout_s=30)
-        cut.armed = True
-        repeats = [
-            event("k2", "user is allergic to peanuts."),
-            event("k3", "User is allergic to peanuts!"),
-        ]
-        await produce(settings, repeats)
-        assert await wait_committed(settings, 3, timeout_s=30)
-        outputs = await read_outputs(settings, at_least=3, settle_s=1.0)
-    assert cut.cut_short == 1
-    by_event = decisions_by_event(outputs, settings)
+    by_event = await decided_after_a_cut_short_append(
+        settings,
+        real_embedder,
+        monkeypatch,
+        [event("k1", "User is allergic to peanuts")],
+        [event("k2", "user is allergic to peanuts."), event("k3", "User is allergic to peanuts!")],
+    )
     first = only(by_event, "k1")
     skipped = [only(by_event, e) for e in ("k2", "k3")]
     assert [(d["decision"], d["memory_id"]) for d in skipped] == [
         ("skipped", first["memory_id"])
     ] * 2
     assert skipped[-1]["memory"]["seen_count"] == 3
-    reopened = EdgeMemoryStore(**edge_store_args(settings))
-    await reopened.start(real_embedder.dimension)
-    try:
-        stored = await reopened.get_memories(0, [first["memory_id"]])
-        assert stored[first["memory_id"]].seen_count == 3
-    finally:
-        await reopened.close()
+    assert await stored_seen_count(settings, real_embedder, first["memory_id"]) == 3
 
 
 async def test_restart_resumes_from_committed_offsets(

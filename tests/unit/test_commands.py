@@ -10,8 +10,12 @@ from typing import Any
 import pytest
 
 from consumer.domain import merge
+from consumer.domain.dedup import DedupEngine
+from consumer.domain.merge import Merger
 from consumer.domain.models import Scope
 from consumer.domain.normalize import content_hash, memory_id_for, normalize_content
+from consumer.domain.recent import RecentCache
+from consumer.domain.thresholds import Bands, ThresholdPolicy
 from consumer.errors import StoreUnavailable
 from consumer.kafka.records import InputRecord
 from consumer.observability.metrics import ServiceMetrics
@@ -248,6 +252,19 @@ async def test_a_reviewed_pair_is_never_matched_again(
     assert decided["guard"]["name"] == "reviewed_pair"
 
 
+def engine_with(
+    store: MemoryStore, embedder: FakeEmbedder, bands: Bands, merger: Merger | None = None
+) -> DedupEngine:
+    """An engine deciding every namespace with `bands`."""
+    return DedupEngine(
+        store=store,
+        embedder=embedder,
+        policy=ThresholdPolicy(default=bands),
+        recent=RecentCache(ttl_s=300, max_entries=1000),
+        merger=merger,
+    )
+
+
 def compact(keeper: str, members: list[tuple[str, str]], run_id: str = "r1") -> dict[str, Any]:
     return {
         "type": "compact",
@@ -363,18 +380,8 @@ async def test_a_compaction_cut_short_after_its_keeper_completes_when_redelivere
     the changelog append): the redelivered command finishes the cluster with the
     keeper as stored. It is not folded again (the members' sightings would count
     twice), and a keeper whose text the fold replaced is no reason to reject it."""
-    from consumer.domain.dedup import DedupEngine
-    from consumer.domain.recent import RecentCache
-    from consumer.domain.thresholds import Bands, ThresholdPolicy
-
     bands = Bands(duplicate_threshold=0.999, merge_threshold=0.999, merge_policy=policy)  # type: ignore[arg-type]
-    engine = DedupEngine(
-        store=store,
-        embedder=embedder,
-        policy=ThresholdPolicy(default=bands),
-        recent=RecentCache(ttl_s=300, max_entries=1000),
-    )
-    harness = Harness(engine, store, embedder, FakePublisher())
+    harness = Harness(engine_with(store, embedder, bands), store, embedder, FakePublisher())
     texts = ["User likes green tea", "User enjoys green tea", "User loves green tea"]
     for index, text in enumerate(texts):
         await harness.send(event_dict(event_id=f"e{index}", content=text))
@@ -540,10 +547,7 @@ async def test_compaction_applies_the_namespace_merge_policy(
     expected_text: str,
     fallback: str | None,
 ) -> None:
-    from consumer.domain.dedup import DedupEngine
     from consumer.domain.merge import MergeFailed, MergeText
-    from consumer.domain.recent import RecentCache
-    from consumer.domain.thresholds import Bands, ThresholdPolicy
 
     class StubMerger:
         def __init__(self, fail: bool) -> None:
@@ -559,23 +563,9 @@ async def test_compaction_applies_the_namespace_merge_policy(
     merger = StubMerger(fail=policy == "synthesize-failing")
     name = "synthesize" if policy.startswith("synthesize") else policy
     bands = Bands(duplicate_threshold=0.90, merge_threshold=0.80, merge_policy=name)  # type: ignore[arg-type]
-    engine = DedupEngine(
-        store=store,
-        embedder=embedder,
-        policy=ThresholdPolicy(default=bands),
-        recent=RecentCache(ttl_s=300, max_entries=1000),
-        merger=merger,
-    )
+    engine = engine_with(store, embedder, bands, merger=merger)
     ingest = Harness(
-        DedupEngine(
-            store=store,
-            embedder=embedder,
-            policy=ThresholdPolicy(default=Bands(0.999, 0.999)),
-            recent=RecentCache(ttl_s=300, max_entries=1000),
-        ),
-        store,
-        embedder,
-        FakePublisher(),
+        engine_with(store, embedder, Bands(0.999, 0.999)), store, embedder, FakePublisher()
     )
     await ingest.send(event_dict(event_id="e1", content="User likes green tea", importance=0.3))
     await ingest.send(event_dict(event_id="e2", content="User loves green tea", importance=0.9))
