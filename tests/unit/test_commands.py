@@ -10,11 +10,8 @@ from typing import Any
 import pytest
 
 from consumer.domain import merge
-from consumer.domain.dedup import DedupEngine
-from consumer.domain.merge import Merger
 from consumer.domain.models import Scope
 from consumer.domain.normalize import content_hash, memory_id_for, normalize_content
-from consumer.domain.recent import RecentCache
 from consumer.domain.thresholds import Bands, ThresholdPolicy
 from consumer.errors import StoreUnavailable
 from consumer.kafka.records import InputRecord
@@ -252,19 +249,6 @@ async def test_a_reviewed_pair_is_never_matched_again(
     assert decided["guard"]["name"] == "reviewed_pair"
 
 
-def engine_with(
-    store: MemoryStore, embedder: FakeEmbedder, bands: Bands, merger: Merger | None = None
-) -> DedupEngine:
-    """An engine deciding every namespace with `bands`."""
-    return DedupEngine(
-        store=store,
-        embedder=embedder,
-        policy=ThresholdPolicy(default=bands),
-        recent=RecentCache(ttl_s=300, max_entries=1000),
-        merger=merger,
-    )
-
-
 def compact(keeper: str, members: list[tuple[str, str]], run_id: str = "r1") -> dict[str, Any]:
     return {
         "type": "compact",
@@ -374,14 +358,19 @@ async def test_compaction_keeps_the_latest_lineage_only(
 
 @pytest.mark.parametrize("policy", ["keep_existing", "replace_with_newer"])
 async def test_a_compaction_cut_short_after_its_keeper_completes_when_redelivered(
-    store: MemoryStore, embedder: FakeEmbedder, monkeypatch: pytest.MonkeyPatch, policy: str
+    make_engine: EngineFactory,
+    store: MemoryStore,
+    embedder: FakeEmbedder,
+    monkeypatch: pytest.MonkeyPatch,
+    policy: str,
 ) -> None:
     """A write that lands the folded keeper and then fails (a crash part-way through
     the changelog append): the redelivered command finishes the cluster with the
     keeper as stored. It is not folded again (the members' sightings would count
     twice), and a keeper whose text the fold replaced is no reason to reject it."""
     bands = Bands(duplicate_threshold=0.999, merge_threshold=0.999, merge_policy=policy)  # type: ignore[arg-type]
-    harness = Harness(engine_with(store, embedder, bands), store, embedder, FakePublisher())
+    engine = make_engine(policy=ThresholdPolicy(default=bands))
+    harness = Harness(engine, store, embedder, FakePublisher())
     texts = ["User likes green tea", "User enjoys green tea", "User loves green tea"]
     for index, text in enumerate(texts):
         await harness.send(event_dict(event_id=f"e{index}", content=text))
@@ -540,6 +529,7 @@ async def test_periodic_compaction_folds_a_large_scope_once_per_interval(
     ],
 )
 async def test_compaction_applies_the_namespace_merge_policy(
+    make_engine: EngineFactory,
     store: MemoryStore,
     embedder: FakeEmbedder,
     policy: str,
@@ -563,9 +553,12 @@ async def test_compaction_applies_the_namespace_merge_policy(
     merger = StubMerger(fail=policy == "synthesize-failing")
     name = "synthesize" if policy.startswith("synthesize") else policy
     bands = Bands(duplicate_threshold=0.90, merge_threshold=0.80, merge_policy=name)  # type: ignore[arg-type]
-    engine = engine_with(store, embedder, bands, merger=merger)
+    engine = make_engine(policy=ThresholdPolicy(default=bands), merger=merger)
     ingest = Harness(
-        engine_with(store, embedder, Bands(0.999, 0.999)), store, embedder, FakePublisher()
+        make_engine(policy=ThresholdPolicy(default=Bands(0.999, 0.999))),
+        store,
+        embedder,
+        FakePublisher(),
     )
     await ingest.send(event_dict(event_id="e1", content="User likes green tea", importance=0.3))
     await ingest.send(event_dict(event_id="e2", content="User loves green tea", importance=0.9))
