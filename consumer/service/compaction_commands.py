@@ -86,6 +86,7 @@ class CompactionCommands(CommandHandler):
                 keeper_id=keeper.memory_id,
                 members_left=len(live),
             )
+            # The keeper is stored already: only the redirects left are written.
             return self._emit(
                 partition, item, compact, keeper, None, folded, live, bands, now, fields
             )
@@ -96,8 +97,7 @@ class CompactionCommands(CommandHandler):
             if (
                 point is None
                 or payload.get(codec.KIND_FIELD) != codec.MEMORY_KIND
-                or (payload.get(codec.TENANT_FIELD), payload.get(codec.NAMESPACE_FIELD))
-                != (scope.tenant_id, scope.namespace)
+                or not _in_scope(payload, scope)
                 or payload.get(codec.HASH_FIELD) != expected_hash
             ):
                 detail = (
@@ -113,9 +113,12 @@ class CompactionCommands(CommandHandler):
             keeper, members, compact, bands.merge_policy, now
         )
         folded = [FoldedMember(m.memory_id, m.content_hash, m.origin_event_id) for m in members]
-        return self._emit(
+        # The keeper first: an append cut short never redirects a member to a keeper
+        # without its text.
+        redirects, outputs = self._emit(
             partition, item, compact, merged, fallback, folded, members, bands, now, fields
         )
+        return [codec.memory_point(merged, self._dimension), *redirects], outputs
 
     def _emit(
         self,
@@ -130,12 +133,10 @@ class CompactionCommands(CommandHandler):
         now: datetime,
         fields: dict[str, Any],
     ) -> tuple[list[codec.RawPoint], list[OutgoingRecord]]:
-        """The keeper as folded, a redirect for each member in `to_redirect`
-        (the keeper first: an append cut short never redirects a member to a
-        keeper without its text), a decision per member and the result."""
+        """A redirect to the keeper `merged` for each member in `to_redirect`, a
+        decision per member and the result."""
         scope = item.scope
-        points = [codec.memory_point(merged, self._dimension)]
-        points += [
+        points = [
             codec.redirect_point(member, merged.memory_id, self._dimension)
             for member in to_redirect
         ]
