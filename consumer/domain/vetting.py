@@ -45,6 +45,21 @@ def rescue_contained(alignment: Alignment | None, existing: str, new: str, *, gu
     )
 
 
+def decided_after_alignment(
+    bands: Bands, decision: Decision, threshold: float | None, alignment: Alignment | None
+) -> tuple[Decision, float | None]:
+    """An allowed match's decision once its alignment is read
+    (`Bands.after_alignment`); without an alignment, the band's own."""
+    if alignment is None:
+        return decision, threshold
+    return bands.after_alignment(
+        decision,
+        threshold,
+        equivalent=alignment.skippable,
+        detail_added=alignment.detail_added,
+    )
+
+
 # Band matches of one candidate whose parses are primed in the batch's one pipe
 # call; parsing a later one on its own costs about twice as much per text.
 _PRIMED_MATCHES = 2
@@ -113,15 +128,9 @@ class MatchVetter:
             if veto is None:
                 veto = await self._cross_encoder_veto(memory, candidate, alignment)
             if veto is None:
-                if alignment is not None:
-                    decision, threshold = bands.after_alignment(
-                        decision,
-                        threshold,
-                        equivalent=alignment.skippable,
-                        detail_added=alignment.detail_added,
-                    )
-                    if decision is Decision.ACCEPTED:  # kept apart by the namespace
-                        return None, decision, threshold, vetoes, alignment
+                decision, threshold = decided_after_alignment(bands, decision, threshold, alignment)
+                if decision is Decision.ACCEPTED:  # kept apart by the namespace
+                    return None, decision, threshold, vetoes, alignment
                 return match, decision, threshold, vetoes, alignment
             vetoes.append(GuardHit(veto, memory.memory_id, match.score))
         rescued = await self._rescued(candidate, matches, bands)
@@ -172,15 +181,9 @@ class MatchVetter:
             )
             if not verdict.same_fact:
                 return None
-            decision: Decision = Decision.MERGED
-            threshold: float | None = bands.rescue_threshold
-            if alignment is not None:
-                decision, threshold = bands.after_alignment(
-                    decision,
-                    threshold,
-                    equivalent=alignment.skippable,
-                    detail_added=alignment.detail_added,
-                )
+            decision, threshold = decided_after_alignment(
+                bands, Decision.MERGED, bands.rescue_threshold, alignment
+            )
             return match, decision, threshold, alignment
         return None
 

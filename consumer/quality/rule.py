@@ -34,7 +34,7 @@ from consumer.domain.normalize import content_hash, normalize_content
 from consumer.domain.thresholds import Bands
 from consumer.domain.verifier import PairJudge
 from consumer.domain.vetoes import GuardVeto
-from consumer.domain.vetting import rescue_contained
+from consumer.domain.vetting import decided_after_alignment, rescue_contained
 from schemas import Decision, DecisionReason
 
 __all__ = ["PairDecision", "decide_pair", "is_exact", "pair_veto", "rescues"]
@@ -141,16 +141,10 @@ def _allowed(
     """An allowed match's decision once the alignment is read (`Bands.after_alignment`):
     a skip of texts that do not align becomes a merge, and "fact plus a detail"
     is accepted where the namespace keeps both."""
-    if aligner is not None:
-        alignment = aligner.check(existing.strip(), new)
-        decision, threshold = bands.after_alignment(
-            decision,
-            threshold,
-            equivalent=alignment.skippable,
-            detail_added=alignment.detail_added,
-        )
-        if decision is Decision.ACCEPTED:
-            return PairDecision(Decision.ACCEPTED, DecisionReason.NEW, similarity, None)
+    alignment = aligner.check(existing.strip(), new) if aligner is not None else None
+    decision, threshold = decided_after_alignment(bands, decision, threshold, alignment)
+    if decision is Decision.ACCEPTED:
+        return PairDecision(Decision.ACCEPTED, DecisionReason.NEW, similarity, None)
     return PairDecision(decision, DecisionReason.SEMANTIC, similarity, threshold)
 
 
