@@ -21,7 +21,7 @@ demo: $(BIN)/.installed
 lint: $(BIN)/.installed
 	$(BIN)/ruff check consumer schemas tests bench
 	$(BIN)/ruff format --check consumer schemas tests bench
-	$(BIN)/mypy consumer schemas
+	$(BIN)/mypy consumer schemas tests
 
 test: lint
 	$(BIN)/pytest

@@ -77,8 +77,8 @@ def test_quality_bench_reports_every_set(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr[-3000:]
     document = json.loads(out.read_text())
-    names = [s["name"] for s in document["sets"]]
-    assert names == [
+    set_names = [s["name"] for s in document["sets"]]
+    assert set_names == [
         "memory-test",
         "memory-test/more",
         "memory-test/pairs",

@@ -568,7 +568,7 @@ async def test_degraded_modes_decide_without_the_model_or_the_store(
     outage = tmp_path / "outage"
     store = OutageSwitchStore(await stores.open(), outage_file=outage)
     try:
-        async with running_consumer(settings, embedder, store):  # type: ignore[arg-type]
+        async with running_consumer(settings, embedder, store):
             embedder.down = True
             await produce(settings, [event("d1", "User keeps a diary in Esperanto")])
             first = await read_outputs(settings, at_least=1)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from consumer.domain.alignment import PairAligner
-from consumer.domain.verifier import build_verifier
+from consumer.domain.verifier import LocalVerifier, build_verifier
 from consumer.embedding.cross_encoder import build_cross_encoder
 from consumer.embedding.embedders import load_embedder
 from consumer.quality.evaluate import embed_similarities, policy_from_settings
@@ -63,6 +63,7 @@ def test_distinct_probe_pairs_are_never_skipped_and_rarely_merged(tmp_path: Path
     bands = policy_from_settings(settings.dedup).default
     aligner = PairAligner() if settings.dedup.alignment_enabled else None
     verifier = build_verifier(settings.dedup, aligner=aligner)
+    assert verifier is None or isinstance(verifier, LocalVerifier)  # the defaults: no LLM
     cross_encoder = build_cross_encoder(settings.dedup.cross_encoder)
     merged: set[tuple[str, str]] = set()
     skipped: list[tuple[str, str]] = []

@@ -90,7 +90,7 @@ async def test_keyed_records_are_batched_to_the_partitions_the_producer_would_pi
             sent_one_by_one.append(kwargs["value"])
             return await send(*args, **kwargs)
 
-        producer.send = counting_send  # type: ignore[method-assign]
+        producer.send = counting_send
         count = len(await producer.partitions_for(topic))
         assert count > 1
         records = [

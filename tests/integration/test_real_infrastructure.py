@@ -100,7 +100,9 @@ async def test_exact_semantic_and_distinct_decisions(
     assert vectors[decision_point] == {}
     memory_vector = vectors[e1["memory_id"]]
     assert isinstance(memory_vector, dict)
-    assert len(memory_vector[VECTOR_NAME]) == real_embedder.dimension
+    dense = memory_vector[VECTOR_NAME]
+    assert isinstance(dense, list)
+    assert len(dense) == real_embedder.dimension
 
 
 async def test_redelivered_events_reemit_identical_decisions(

@@ -21,7 +21,7 @@ from consumer.service.command_processor import CommandProcessor
 from consumer.service.periodic_compaction import PeriodicCompaction
 from consumer.service.processor import BatchProcessor
 from consumer.service.retention import DecisionRetention
-from consumer.service.validation import Rejection, parse_record
+from consumer.service.validation import parse_record
 from consumer.settings import CompactionSettings, RetentionSettings, TopicSettings
 from consumer.state.changelog import Changelog
 from consumer.state.durable import DurableStore
@@ -64,12 +64,15 @@ class FakePublisher:
         self.attempts: list[list[OutgoingRecord]] = []
         self.fail_next = 0
 
-    async def publish_all(self, records: Sequence[OutgoingRecord]) -> None:
+    async def publish_all(self, records: Sequence[OutgoingRecord]) -> list[int]:
         self.attempts.append(list(records))
         if self.fail_next > 0:
             self.fail_next -= 1
             raise PublishFailed("broker did not acknowledge (fake)")
+        # One log for every topic: each record's offset is its place among all published.
+        first = len(self.published)
         self.published.extend(records)
+        return list(range(first, len(self.published)))
 
 
 _DROP = object()
@@ -146,7 +149,7 @@ def make_candidate(*, partition: int = 0, offset: int = 0, **overrides: Any) -> 
         make_record(event_dict(**overrides), partition=partition, offset=offset),
         max_event_bytes=64 * 1024,
     )
-    assert not isinstance(parsed, Rejection), parsed
+    assert isinstance(parsed, Candidate), parsed
     return parsed
 
 

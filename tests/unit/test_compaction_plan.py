@@ -50,7 +50,9 @@ def test_reviewed_pairs_come_first_then_guards_then_the_verifier() -> None:
     state = StoredState()
     agree, disagree = RecordingJudge(same=True), RecordingJudge(same=False)
     assert pair_veto_for(state, guards=True, judge=agree)(a, b) is None
-    assert agree.calls == [("User lives in Paris", "The user lives in Paris", pytest.approx(0.8))]
+    ((existing, new, similarity),) = agree.calls
+    assert (existing, new) == ("User lives in Paris", "The user lives in Paris")
+    assert similarity == pytest.approx(0.8)
     assert pair_veto_for(state, guards=True, judge=disagree)(a, b) == "verifier"
     assert pair_veto_for(state, guards=True, judge=disagree)(c, d) == "numbers"
     assert pair_veto_for(state, guards=False, judge=None)(c, d) is None

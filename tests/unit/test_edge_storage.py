@@ -178,7 +178,7 @@ async def test_a_shard_with_placeholder_vectors_of_earlier_versions_still_reads(
     assert (await store.get_memories(0, [MEMORY_ID]))[MEMORY_ID] == stored
     query = SimilarityQuery(stored.scope, list(stored.vector or []), 5)
     (results,) = await store.search(0, [query])
-    assert [r.memory.memory_id for r in results] == [MEMORY_ID]
+    assert [r.read().memory_id for r in results] == [MEMORY_ID]
 
 
 def reference_bytes_with_vector(point: codec.RawPoint) -> bytes:

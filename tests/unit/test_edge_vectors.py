@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from consumer.app.factory import lowest_band
 from consumer.domain.dedup import DedupEngine
 from consumer.domain.models import MemoryRecord, Scope, SimilarityQuery
-from consumer.domain.thresholds import Bands, ThresholdPolicy
+from consumer.domain.thresholds import Bands, ThresholdPolicy, lowest_band
 from consumer.state.edge import EdgeMemoryStore
 from schemas import Decision
 

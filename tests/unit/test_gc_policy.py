@@ -27,7 +27,7 @@ async def test_full_collections_still_run_and_reclaim_cycles() -> None:
     try:
         # Cycles made after start, promoted to the oldest generation, then dropped:
         # only a full collection reclaims them.
-        cycles = [[] for _ in range(100)]
+        cycles: list[list[object]] = [[] for _ in range(100)]
         for item in cycles:
             item.append(item)
         gc.collect(1)

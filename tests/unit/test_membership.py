@@ -52,7 +52,7 @@ class FakeConsumer:
 
 def bound(coordinator: FakeCoordinator | None, lease_s: float = 60.0) -> GroupMembership:
     membership = GroupMembership(lease_s=lease_s)
-    membership.bind(FakeConsumer(coordinator))  # type: ignore[arg-type]
+    membership.bind(FakeConsumer(coordinator))
     return membership
 
 

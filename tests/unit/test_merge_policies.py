@@ -31,7 +31,7 @@ from consumer.domain.models import Candidate, FoldedText, MemoryRecord, MergeSou
 from consumer.domain.normalize import content_hash, normalize_content
 from consumer.domain.thresholds import Bands, ThresholdPolicy
 from consumer.ports import MemoryStore
-from consumer.service.processor import build_decision_event
+from consumer.service.decisions import build_decision_event
 from consumer.settings import ConfigError, load_settings
 from consumer.state import codec
 from schemas import Decision, MergePolicy

@@ -380,7 +380,7 @@ async def test_conflicting_event_id_across_batches(
 async def test_conflicting_event_id_in_one_batch(
     processor: BatchProcessor, publisher: FakePublisher, changes: dict[str, str]
 ) -> None:
-    fields = {"content": BASE} | changes
+    fields: dict[str, Any] = {"content": BASE} | changes
     summary = await processor.process([rec("e1", BASE, 0), rec("e1", offset=1, **fields)])
     assert summary.decisions == {"accepted": 1}
     assert summary.dead_letters == {"conflicting_event_id": 1}

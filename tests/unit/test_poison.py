@@ -113,10 +113,10 @@ class EvictedEmbedder(FakeEmbedder):
 
     def __init__(self) -> None:
         super().__init__()
-        self.calls = 0
+        self.tries = 0
 
     async def embed(self, texts: Sequence[str]) -> Vectors:
-        self.calls += 1
+        self.tries += 1
         raise PartitionsLost("evicted (injected)")
 
 
@@ -134,7 +134,7 @@ async def test_lost_partitions_are_neither_retried_nor_dead_lettered(
     ]
     with pytest.raises(PartitionsLost):
         await service.handle(records)
-    assert embedder.calls == 1
+    assert embedder.tries == 1
     assert (service.poisoned, service.retries) == (0, 0)
     assert publisher.published == []
 
@@ -142,11 +142,11 @@ async def test_lost_partitions_are_neither_retried_nor_dead_lettered(
 class RefusingPublisher(FakePublisher):
     """The broker refuses every record answering event p1 for what it is."""
 
-    async def publish_all(self, records: Sequence[OutgoingRecord]) -> None:
-        self.attempts.append(list(records))
+    async def publish_all(self, records: Sequence[OutgoingRecord]) -> list[int]:
         if any(b'"p1"' in r.value for r in records if r.topic != TOPICS.dlq):
+            self.attempts.append(list(records))
             raise PublishRejected("broker refused a record: MessageSizeTooLargeError")
-        self.published.extend(records)
+        return await super().publish_all(records)
 
 
 async def test_a_permanent_refusal_is_dead_lettered_without_retrying(

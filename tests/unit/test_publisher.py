@@ -144,8 +144,10 @@ async def test_a_refusal_for_what_the_record_is_is_permanent(
 
 async def test_a_record_over_the_request_limit_is_refused_before_anything_is_sent() -> None:
     broker = HangingBroker(acknowledge=True)
-    publisher = BrokerPublisher(  # type: ignore[arg-type]
-        broker, ack_timeout_s=5, max_request_bytes=64 * 1024
+    publisher = BrokerPublisher(
+        broker,  # type: ignore[arg-type]
+        ack_timeout_s=5,
+        max_request_bytes=64 * 1024,
     )
     records = [*answers(b"small"), OutgoingRecord("dlq", None, b"x" * 64 * 1024)]
     with pytest.raises(PublishRejected, match="exceeds max_request_bytes"):

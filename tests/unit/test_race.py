@@ -86,13 +86,13 @@ async def race(
     processors = [
         make_processor(
             engine=DedupEngine(
-                store=store,  # type: ignore[arg-type]
+                store=store,
                 embedder=embedder,
                 policy=ThresholdPolicy(default=DEFAULT_BANDS),
                 recent=RecentCache(ttl_s=300, max_entries=100),
                 clock=clock,
             ),
-            store=store,  # type: ignore[arg-type]
+            store=store,
             publisher=publisher,
             topics=TOPICS,
             model_id="fake",

@@ -161,7 +161,7 @@ async def test_a_new_collection_stores_vectors_for_embedded_memories_only() -> N
         assert (await store.get_decisions(0, ["e9"]))["e9"] == decision()
         query = SimilarityQuery(embedded.scope, _unit_vector(1), 5)
         [found] = await store.search(0, [query])
-        assert [(m.memory.memory_id, round(m.score, 6)) for m in found] == [(MEMORY_ID, 1.0)]
+        assert [(m.read().memory_id, round(m.score, 6)) for m in found] == [(MEMORY_ID, 1.0)]
 
         now_embedded = replace(pending, vector=_unit_vector(2))
         await store.write(0, [now_embedded], [])
@@ -188,7 +188,7 @@ async def test_a_collection_of_an_earlier_version_keeps_working_with_placeholder
         }
         assert await store.get_memories(0, [MEMORY_ID]) == {MEMORY_ID: embedded}
         [found] = await store.search(0, [SimilarityQuery(embedded.scope, _unit_vector(1), 5)])
-        assert [m.memory.memory_id for m in found] == [MEMORY_ID]
+        assert [m.read().memory_id for m in found] == [MEMORY_ID]
     finally:
         await store.close()
 
@@ -236,7 +236,7 @@ async def test_a_collection_created_meanwhile_by_another_consumer_is_used() -> N
         calls += 1
         return False if calls == 1 else await real_exists(name)
 
-    client.collection_exists = stale_first_answer  # type: ignore[method-assign]
+    client.collection_exists = stale_first_answer  # type: ignore[assignment]
     try:
         await second.start(DIMENSION)
         assert calls == 2
@@ -293,7 +293,7 @@ async def test_a_copy_moves_an_earlier_versions_collection_into_the_named_layout
         }
         assert await new.get_decisions(3, ["e9", "dated"]) == {"e9": decision(), "dated": dated}
         [found] = await new.search(3, [SimilarityQuery(embedded.scope, _unit_vector(1), 5)])
-        assert [m.memory.memory_id for m in found] == [MEMORY_ID]
+        assert [m.read().memory_id for m in found] == [MEMORY_ID]
         # Still the partition's own: another partition's consumer does not take them.
         assert await new.expired_decisions(3, 2_000.0, limit=10) == [dated.decision_id]
         assert await new.expired_decisions(4, 2_000.0, limit=10) == []

@@ -263,7 +263,7 @@ def test_yaml_top_level_must_be_a_mapping(tmp_path: Path, text: str) -> None:
     ],
 )
 def test_qdrant_backend_selection(kwargs: dict[str, str], backend: str) -> None:
-    assert QdrantSettings(**kwargs).backend == backend  # type: ignore[arg-type]
+    assert QdrantSettings(**kwargs).backend == backend
 
 
 def test_qdrant_backend_from_env(monkeypatch: pytest.MonkeyPatch) -> None:

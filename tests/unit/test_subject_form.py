@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pytest
 
 from consumer.domain.normalize import subject_form
 from consumer.embedding.embedders import SubjectFormEmbedder, with_subject_form
+from consumer.ports import Vectors
 from consumer.settings import EmbeddingSettings
 
 
@@ -54,7 +57,7 @@ class RecordingEmbedder:
     def dimension(self) -> int:
         return 2
 
-    async def embed(self, texts: list[str]) -> np.ndarray:
+    async def embed(self, texts: Sequence[str]) -> Vectors:
         self.seen.extend(texts)
         return np.ones((len(texts), 2), dtype=np.float32)
 

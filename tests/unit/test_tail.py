@@ -11,8 +11,7 @@ import pytest
 from consumer.cli.tail import Printer, table_header, tail_row, tail_topics
 from consumer.settings import Settings, load_settings
 from schemas import DeadLetterCode, DeadLetterHeaders
-
-from .test_auditlog_messages import decision
+from tests.unit.test_auditlog import decision
 
 
 @pytest.fixture

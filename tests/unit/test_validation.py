@@ -10,7 +10,7 @@ import pytest
 
 from consumer.domain.models import Candidate, RecordRef
 from consumer.domain.normalize import content_hash, memory_id_for, normalize_content
-from consumer.service.validation import Rejection, parse_record
+from consumer.service.validation import ParsedCommand, Rejection, parse_record
 from schemas import MAX_CONTENT_CHARS, DeadLetterCode
 
 from .helpers import RECORD_TS_MS, drop, event_dict, make_record
@@ -20,7 +20,7 @@ MAX_BYTES = 64 * 1024
 SECRET = "Zyxwv-Quartz-Platypus-4417"
 
 
-def parse(record: Any, max_event_bytes: int = MAX_BYTES) -> Candidate | Rejection:
+def parse(record: Any, max_event_bytes: int = MAX_BYTES) -> Candidate | ParsedCommand | Rejection:
     return parse_record(record, max_event_bytes=max_event_bytes)
 
 
