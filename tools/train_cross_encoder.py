@@ -15,6 +15,17 @@ dependencies: write the pairs here, train there, export here::
         --device cuda --out-dir /tmp/ce/run --no-export [--teachers 4]
     python tools/train_cross_encoder.py --export-only --checkpoint /tmp/ce/run/epoch-N
 
+``--teacher-model DIR --layers 3`` trains a student of three layers on what an
+exported model (the shipped one: ``consumer/data/cross_encoder``) says of every
+pair, ``--hard-weight`` of the label and the rest the model's P(same fact).
+With ``--base DIR`` naming the same directory, the student starts from that
+model's first layers and head (its int8 weights dequantized); measured on the
+two cores, not shipped (docs/quality.md, after the sixteenth round)::
+
+    python tools/train_cross_encoder.py --synth S0.jsonl S1.jsonl \
+        --teacher-model consumer/data/cross_encoder --base consumer/data/cross_encoder \
+        --layers 3 --lr 1e-4 --out-dir /tmp/ce/student
+
 ``--teachers N`` trains N models (seeds seed..seed+N-1, teacher k on the k-th
 ``--synth`` file plus the real pairs), then a student on every pair whose target
 is ``--hard-weight`` of the label plus the rest of the teachers' mean P(same
@@ -362,6 +373,9 @@ def fit(
     model = AutoModelForSequenceClassification.from_pretrained(
         str(base), num_labels=1, attn_implementation="eager"
     ).to(device)
+    if args.layers:
+        keep_first_layers(model, args.layers)
+        log(f"encoder cut to its first {args.layers} layers")
     lengths = [
         len(tokenizer(e.a, e.b, truncation=True, max_length=args.max_length)["input_ids"])
         for e in examples
@@ -464,6 +478,90 @@ def fit(
     return out_dir / f"epoch-{best['epoch']}"
 
 
+def rebuilt_from_export(model_dir: Path, out: Path) -> Path:
+    """A torch checkpoint of an exported model (a directory with model.json, such
+    as the shipped one), its int8 weights dequantized, so that a student can
+    start from its layers and head: the service ships no torch weights."""
+    import onnx
+    import torch
+    from onnx import numpy_helper
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    info = json.loads((model_dir / "model.json").read_text(encoding="utf-8"))
+    graph = onnx.load(str(model_dir / info["model"])).graph
+    arrays = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+
+    def dequantized(name: str) -> Any:
+        weights = arrays[f"{name}_quantized"].astype(np.float32)
+        zero = arrays[f"{name}_zero_point"].astype(np.float32)
+        return (weights - zero) * arrays[f"{name}_scale"].astype(np.float32)
+
+    prefix = "inner."  # the export's wrapper module (`export`)
+    state = {
+        name.removeprefix(prefix): value
+        for name, value in arrays.items()
+        if name.startswith(prefix) and not name.endswith(("_quantized", "_scale", "_zero_point"))
+    }
+    for table in ("word_embeddings", "token_type_embeddings", "position_embeddings"):
+        state[f"bert.embeddings.{table}.weight"] = dequantized(
+            f"{prefix}bert.embeddings.{table}.weight"
+        )
+    for node in graph.node:
+        if node.op_type != "MatMulInteger":
+            continue
+        # "/inner/bert/encoder/layer.0/attention/self/query/MatMul_quant": a Linear's
+        # weight, stored (in, out) for MatMul where torch keeps (out, in).
+        module = node.name.removeprefix(f"/{prefix[:-1]}/").rsplit("/", 1)[0]
+        state[f"{module.replace('/', '.')}.weight"] = dequantized(
+            node.input[1].removesuffix("_quantized")
+        ).T
+    base = packaged_model_path()
+    model = AutoModelForSequenceClassification.from_pretrained(
+        str(base), num_labels=1, attn_implementation="eager"
+    )
+    expected = model.state_dict()
+    if set(state) != set(expected):
+        raise ValueError(
+            f"{model_dir} does not fit the base architecture: missing "
+            f"{sorted(set(expected) - set(state))[:5]}, unknown {sorted(set(state) - set(expected))[:5]}"
+        )
+    model.load_state_dict({k: torch.tensor(np.ascontiguousarray(v)) for k, v in state.items()})
+    model.save_pretrained(out)
+    AutoTokenizer.from_pretrained(str(base)).save_pretrained(out)
+    return out
+
+
+def keep_first_layers(model: Any, layers: int) -> None:
+    """Cut a BERT encoder to its first `layers` layers (a student half as deep
+    runs a pair in about half the time)."""
+    import torch
+
+    encoder = model.base_model.encoder
+    if not 0 < layers <= len(encoder.layer):
+        raise ValueError(f"--layers must be within 1..{len(encoder.layer)}, got {layers}")
+    encoder.layer = torch.nn.ModuleList(list(encoder.layer)[:layers])
+    model.config.num_hidden_layers = layers
+
+
+def exported_model_targets(
+    args: argparse.Namespace, model_dir: Path, examples: Sequence[Example]
+) -> list[float]:
+    """What a student learns from an exported model (`--teacher-model`, e.g. the
+    shipped one): `--hard-weight` of the label plus the rest of the model's
+    P(same fact), the mean of both orders, read with its int8 file as the
+    service reads it."""
+    info = json.loads((model_dir / "model.json").read_text(encoding="utf-8"))
+    variant = str(info["model"]).removeprefix("model-").removesuffix(".onnx")
+    scorer = OnnxScorer(
+        model_dir, variant=variant, max_length=int(info["max_length"]), threads=args.threads
+    )
+    forward = np.asarray(scorer.score([(e.a, e.b) for e in examples], batch=64))
+    backward = np.asarray(scorer.score([(e.b, e.a) for e in examples], batch=64))
+    labels = np.asarray([e.label for e in examples])
+    weight = float(args.hard_weight)
+    return [float(v) for v in weight * labels + (1 - weight) * (forward + backward) / 2]
+
+
 def soft_targets(
     args: argparse.Namespace, checkpoints: Sequence[Path], examples: Sequence[Example]
 ) -> list[float]:
@@ -493,6 +591,16 @@ def train(args: argparse.Namespace) -> Path:
     log = Log(args.out_dir / "train.log")
     examples, dev, stats = _load_prepared(args.prepared) if args.prepared else _examples(args)
     log(f"training data: {json.dumps(stats)}")
+    if args.base is not None and (args.base / "model.json").is_file():
+        args.base = rebuilt_from_export(args.base, args.out_dir / "base")
+        log(f"base: {args.base}, rebuilt from its exported int8 weights")
+    if args.teacher_model is not None:
+        started = time.perf_counter()
+        targets = exported_model_targets(args, args.teacher_model, examples)
+        log(
+            f"teacher {args.teacher_model}: {len(examples)} pairs scored in {time.perf_counter() - started:.0f} s"
+        )
+        return fit(args, examples, dev, seed=args.seed, out_dir=args.out_dir, targets=targets)
     if not args.teachers:
         return fit(args, examples, dev, seed=args.seed, out_dir=args.out_dir)
     synthetic = sorted({e.source for e in examples if e.source.startswith("synthetic-")})
@@ -702,9 +810,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--checkpoint", type=Path, default=None, help="export this checkpoint")
     parser.add_argument("--device", default="cpu", help="torch device: cpu, cuda")
-    parser.add_argument("--base", type=Path, default=None, help="base weights (default: packaged)")
+    parser.add_argument(
+        "--base",
+        type=Path,
+        default=None,
+        help="base weights (default: packaged), or an exported model's directory (model.json)",
+    )
     parser.add_argument(
         "--teachers", type=int, default=0, help="train N teachers, then a student they teach"
+    )
+    parser.add_argument(
+        "--teacher-model",
+        type=Path,
+        default=None,
+        help="an exported model directory (model.json) whose P(same fact) the model learns",
+    )
+    parser.add_argument(
+        "--layers", type=int, default=0, help="keep the base encoder's first N layers (0: all)"
     )
     parser.add_argument(
         "--hard-weight", type=float, default=0.5, help="the label's share of a student's target"

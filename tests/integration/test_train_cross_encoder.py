@@ -136,3 +136,85 @@ def test_student_targets_mix_label_and_teachers(tmp_path: Path) -> None:
         targets = tool.soft_targets(Args(), [tmp_path, tmp_path], examples)
     assert tool.both_orders is original
     assert targets == pytest.approx([0.25 * 1 + 0.75 * 0.5, 0.75 * 0.5])
+
+
+def test_a_student_learns_what_the_shipped_model_says(tmp_path: Path) -> None:
+    """`--teacher-model`: the target is the label's share plus the rest of the
+    exported model's P(same fact), the mean of both orders."""
+    tool = _tool()
+    from consumer.embedding.cross_encoder import DEFAULT_MODEL_DIR, OnnxPairScorer
+
+    examples = [
+        tool.Example("user likes tea", "i like tea", 1.0, "x"),
+        tool.Example("user lives in oslo", "user lives in bergen", 0.0, "x"),
+    ]
+
+    class Args:
+        threads = 1
+        hard_weight = 0.25
+
+    targets = tool.exported_model_targets(Args(), DEFAULT_MODEL_DIR, examples)
+    scorer = OnnxPairScorer.load()
+    for example, target in zip(examples, targets, strict=True):
+        forward, backward = scorer.probabilities([(example.a, example.b), (example.b, example.a)])
+        expected = 0.25 * example.label + 0.75 * (forward + backward) / 2
+        # Scored in batches there, one pair a run here: int8 activations differ a little.
+        assert target == pytest.approx(expected, abs=0.02)
+    assert targets[0] > 0.5 > targets[1]
+
+
+def test_a_student_cut_to_its_first_layers_trains_and_saves_them(tmp_path: Path) -> None:
+    """`--base` an exported model and `--layers 2`: the shipped model's first two
+    layers and head, trained and saved as a model of two layers."""
+    pytest.importorskip("transformers")
+    tool = _tool()
+    from consumer.embedding.cross_encoder import DEFAULT_MODEL_DIR
+
+    prepared = _prepare(tool, tmp_path)
+    examples, dev, stats = tool._load_prepared(prepared)
+    small = tmp_path / "small.json.gz"
+    with gzip.open(small, "wt", encoding="utf-8") as handle:
+        json.dump(
+            {
+                "stats": stats,
+                "examples": [[e.a, e.b, e.label, e.source] for e in examples[:6]],
+                "dev": [[e.a, e.b, e.label, e.source] for e in dev[:8]],
+            },
+            handle,
+        )
+    run = tmp_path / "run"
+    code = tool.main(
+        [
+            "--prepared", str(small), "--layers", "2", "--epochs", "1",
+            "--out-dir", str(run), "--no-export", "--threads", "1",
+            "--base", str(DEFAULT_MODEL_DIR),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    config = json.loads((run / "epoch-1" / "config.json").read_text(encoding="utf-8"))
+    assert config["num_hidden_layers"] == 2
+    log = (run / "train.log").read_text(encoding="utf-8")
+    assert "rebuilt from its exported int8 weights" in log
+    assert "cut to its first 2 layers" in log
+
+
+def test_the_shipped_model_rebuilt_for_torch_scores_as_it_does(tmp_path: Path) -> None:
+    """`--base` naming an exported model: its int8 weights, dequantized, give a
+    torch model that agrees with it up to the int8 activations' rounding."""
+    pytest.importorskip("transformers")
+    tool = _tool()
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from consumer.embedding.cross_encoder import DEFAULT_MODEL_DIR, OnnxPairScorer
+
+    rebuilt = tool.rebuilt_from_export(DEFAULT_MODEL_DIR, tmp_path / "base")
+    model = AutoModelForSequenceClassification.from_pretrained(
+        str(rebuilt), attn_implementation="eager"
+    ).eval()
+    pairs = [(e.a, e.b) for e in tool.dev_examples()[:64]]
+    torch_scores = tool.score_torch(model, AutoTokenizer.from_pretrained(str(rebuilt)), pairs, 96)
+    shipped = OnnxPairScorer.load().probabilities(pairs)
+    differences = [abs(a - b) for a, b in zip(torch_scores, shipped, strict=True)]
+    # A head left at random, or one weight matrix not transposed, is ~0.3 away on average.
+    assert sum(differences) / len(differences) < 0.05
+    assert {s >= 0.5 for s in shipped} == {True, False}
