@@ -54,6 +54,20 @@ def _prepare(tool: Any, tmp_path: Path) -> Path:
     return out
 
 
+def _write_prepared(path: Path, stats: Any, examples: list[Any], dev: list[Any]) -> Path:
+    """A few pairs in the format `--prepare` writes (a run small enough for a test)."""
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        json.dump(
+            {
+                "stats": stats,
+                "examples": [[e.a, e.b, e.label, e.source] for e in examples],
+                "dev": [[e.a, e.b, e.label, e.source] for e in dev],
+            },
+            handle,
+        )
+    return path
+
+
 def test_prepared_pairs_read_back_as_written(tmp_path: Path) -> None:
     tool = _tool()
     out = _prepare(tool, tmp_path)
@@ -77,16 +91,7 @@ def test_teachers_then_a_student_on_their_mean(tmp_path: Path) -> None:
     examples, dev, stats = tool._load_prepared(prepared)
     synthetic = [e for e in examples if e.source.startswith("synthetic-")]
     real = [e for e in examples if not e.source.startswith("synthetic-")][:4]
-    small = tmp_path / "small.json.gz"
-    with gzip.open(small, "wt", encoding="utf-8") as handle:
-        json.dump(
-            {
-                "stats": stats,
-                "examples": [[e.a, e.b, e.label, e.source] for e in synthetic + real],
-                "dev": [[e.a, e.b, e.label, e.source] for e in dev[:8]],
-            },
-            handle,
-        )
+    small = _write_prepared(tmp_path / "small.json.gz", stats, synthetic + real, dev[:8])
     run = tmp_path / "run"
     code = tool.main(
         [
@@ -172,16 +177,7 @@ def test_a_student_cut_to_its_first_layers_trains_and_saves_them(tmp_path: Path)
 
     prepared = _prepare(tool, tmp_path)
     examples, dev, stats = tool._load_prepared(prepared)
-    small = tmp_path / "small.json.gz"
-    with gzip.open(small, "wt", encoding="utf-8") as handle:
-        json.dump(
-            {
-                "stats": stats,
-                "examples": [[e.a, e.b, e.label, e.source] for e in examples[:6]],
-                "dev": [[e.a, e.b, e.label, e.source] for e in dev[:8]],
-            },
-            handle,
-        )
+    small = _write_prepared(tmp_path / "small.json.gz", stats, examples[:6], dev[:8])
     run = tmp_path / "run"
     code = tool.main(
         [
