@@ -557,9 +557,13 @@ def exported_model_targets(
     )
     forward = np.asarray(scorer.score([(e.a, e.b) for e in examples], batch=64))
     backward = np.asarray(scorer.score([(e.b, e.a) for e in examples], batch=64))
+    return blended_targets(examples, (forward + backward) / 2, args.hard_weight)
+
+
+def blended_targets(examples: Sequence[Example], teacher: Any, hard_weight: float) -> list[float]:
+    """`hard_weight` of each pair's label plus the rest of the teacher's P(same fact)."""
     labels = np.asarray([e.label for e in examples])
-    weight = float(args.hard_weight)
-    return [float(v) for v in weight * labels + (1 - weight) * (forward + backward) / 2]
+    return [float(v) for v in hard_weight * labels + (1 - hard_weight) * np.asarray(teacher)]
 
 
 def soft_targets(
@@ -578,9 +582,7 @@ def soft_targets(
         tokenizer = AutoTokenizer.from_pretrained(str(checkpoint))
         mean += np.asarray(both_orders(model, tokenizer, examples, args.max_length))
     mean /= len(checkpoints)
-    labels = np.asarray([e.label for e in examples])
-    weight = float(args.hard_weight)
-    return [float(v) for v in weight * labels + (1 - weight) * mean]
+    return blended_targets(examples, mean, args.hard_weight)
 
 
 def train(args: argparse.Namespace) -> Path:
@@ -848,6 +850,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if args.teacher_model is not None and args.teachers:
+        parser.error("--teacher-model and --teachers each teach the student: give one")
     if args.prepare:
         with gzip.open(args.prepare, "wt", encoding="utf-8") as handle:
             json.dump(prepare(args), handle)

@@ -214,3 +214,11 @@ def test_the_shipped_model_rebuilt_for_torch_scores_as_it_does(tmp_path: Path) -
     # A head left at random, or one weight matrix not transposed, is ~0.3 away on average.
     assert sum(differences) / len(differences) < 0.05
     assert {s >= 0.5 for s in shipped} == {True, False}
+
+
+def test_a_student_has_one_kind_of_teacher(capsys: pytest.CaptureFixture[str]) -> None:
+    tool = _tool()
+    with pytest.raises(SystemExit) as exit_:
+        tool.main(["--teacher-model", "consumer/data/cross_encoder", "--teachers", "2"])
+    assert exit_.value.code == 2
+    assert "--teacher-model and --teachers" in capsys.readouterr().err
