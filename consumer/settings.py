@@ -113,8 +113,9 @@ class CrossEncoderSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     enabled: bool = True
-    # A match that reached a band is kept apart when P(same fact) is below this.
-    veto_below: Unit = 0.07
+    # A match that reached a band is kept apart when P(same fact) is below this
+    # (0.2 for the shipped four-layer model, chosen on the dev splits: docs/quality.md).
+    veto_below: Unit = 0.2
     # A match below the merge band that no guard or alignment check vetoes is
     # merged when P(same fact) is at or above this (docs/quality.md says why 0.70) ...
     rescue_from: Unit = 0.70

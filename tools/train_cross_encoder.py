@@ -515,9 +515,13 @@ def rebuilt_from_export(model_dir: Path, out: Path) -> Path:
         state[f"{module.replace('/', '.')}.weight"] = dequantized(
             node.input[1].removesuffix("_quantized")
         ).T
+    # An exported student may keep fewer layers than the packaged model it grew from.
+    layers = 1 + max(
+        int(name.split(".")[3]) for name in state if name.startswith("bert.encoder.layer.")
+    )
     base = packaged_model_path()
     model = AutoModelForSequenceClassification.from_pretrained(
-        str(base), num_labels=1, attn_implementation="eager"
+        str(base), num_labels=1, num_hidden_layers=layers, attn_implementation="eager"
     )
     expected = model.state_dict()
     if set(state) != set(expected):

@@ -26,14 +26,14 @@ STORED = [
     event("s3", "User's frequent flyer status with Flying Blue is Silver."),
 ]
 FOLLOW_UP = [
-    # Same fact, cosine about 0.63 (below the 0.77 merge threshold); P(same) ~0.72.
-    event("p1", "The user's job is fully remote."),
+    # Same fact, cosine about 0.68 (below the 0.77 merge threshold); P(same) ~0.83.
+    event("p1", "Works from home; fully remote."),
     # Another activity, cosine about 0.86 (merge band); no guard, alignment or
-    # local verifier veto; P(same) ~0.04.
+    # local verifier veto; P(same) ~0.07.
     event("p2", "User likes skiing in the Alps."),
     # A note of the stored sentence, every word of it in the sentence: cosine about
-    # 0.70, P(same) ~0.55, rescued from the contained cut (0.40), not the plain 0.70.
-    event("p3", "Flying Blue: Silver"),
+    # 0.74, P(same) ~0.45, rescued from the contained cut (0.40), not the plain 0.70.
+    event("p3", "Flying Blue Silver"),
 ]
 
 

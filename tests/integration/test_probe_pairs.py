@@ -29,18 +29,16 @@ PROBES = Path(__file__).resolve().parents[2] / "bench" / "pairs" / "probes.jsonl
 # Distinct probe pairs the defaults still merge (never skip), and what is missed.
 STILL_MERGED = {
     ("Ines is applying for a mortgage.", "Ines got a mortgage."): "an attempt, not a fact",
-    ("Kofi works at Google.", "Kofi works at a Google competitor."): (
-        "the name becomes a modifier of another employer"
-    ),
     # A detail that changes the fact, which a merge keeps (the memory records
     # every folded text, and `review reverse` restores it).
     ("Kofi lives in Paris.", "Kofi lives in Paris, Texas."): "another Paris",
     ("Kofi speaks Spanish.", "Kofi speaks a little Spanish."): "a degree",
-    ("Ines drinks coffee.", "Ines drinks decaf coffee only."): "a kind and 'only'",
     ("Kofi knows Python.", "Kofi knows about Python."): "an object against 'about'",
-    ("Kofi drives to work.", "Kofi drives to work when it rains."): (
-        "a condition, in a clause that holds every word of the other text (a contained rescue)"
-    ),
+    # Merged by the four-layer cross-encoder, which the previous six-layer model kept
+    # apart (docs/quality.md): a state and the event that ends it; a trait and its
+    # neighbour on the same scale.
+    ("Ines is pregnant.", "Ines had a baby."): "a state and the event that ends it",
+    ("Ines is left-handed.", "Ines is ambidextrous."): "a neighbouring value of one trait",
 }
 
 

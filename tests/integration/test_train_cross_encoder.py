@@ -163,8 +163,9 @@ def test_a_student_learns_what_the_shipped_model_says(tmp_path: Path) -> None:
     for example, target in zip(examples, targets, strict=True):
         forward, backward = scorer.probabilities([(example.a, example.b), (example.b, example.a)])
         expected = 0.25 * example.label + 0.75 * (forward + backward) / 2
-        # Scored in batches there, one pair a run here: int8 activations differ a little.
-        assert target == pytest.approx(expected, abs=0.02)
+        # Scored in batches of 64 there, two pairs a run here: the int8 activations'
+        # scales follow the batch, so P differs a little (0.03 at most seen).
+        assert target == pytest.approx(expected, abs=0.04)
     assert targets[0] > 0.5 > targets[1]
 
 

@@ -78,7 +78,7 @@ def test_verdicts_name_the_cross_encoder_and_its_cut() -> None:
     low, high = cross(0.03), cross(0.5)
     vetoed = low.judge("a", "b", 0.9)
     assert (vetoed.same_fact, vetoed.source) == (False, "cross-encoder")
-    assert vetoed.detail == "P(same fact) 0.030 < 0.07"
+    assert vetoed.detail == "P(same fact) 0.030 < 0.2"
     assert high.judge("a", "b", 0.9).same_fact
     assert not cross(0.69).judge_rescue("a", "b").same_fact
     assert cross(0.70).judge_rescue("a", "b").same_fact  # the cut is inclusive
@@ -238,7 +238,7 @@ async def test_the_cross_encoder_vetoes_a_band_match(
     assert outcome.decision is Decision.ACCEPTED
     assert outcome.guard is not None
     assert outcome.guard.veto.guard is GuardName.VERIFIER
-    assert outcome.guard.veto.detail.startswith("cross-encoder: P(same fact) 0.010 < 0.07")
+    assert outcome.guard.veto.detail.startswith("cross-encoder: P(same fact) 0.010 < 0.2")
 
 
 async def test_a_band_match_it_agrees_with_merges_at_the_merge_threshold(
@@ -367,11 +367,11 @@ def test_decide_pair_rescues_and_vetoes_as_the_engine() -> None:
 
 def test_settings_default_on_with_the_dev_split_thresholds() -> None:
     settings = CrossEncoderSettings()
-    assert (settings.enabled, settings.veto_below, settings.rescue_from) == (True, 0.07, 0.70)
+    assert (settings.enabled, settings.veto_below, settings.rescue_from) == (True, 0.2, 0.70)
     assert settings.reworded_below == 0.7
     assert settings.rescue_threshold == 0.47
     info = CrossEncoderInfo.read()
-    assert (info.veto_below, info.rescue_from, info.rescue_threshold) == (0.07, 0.70, 0.47)
+    assert (info.veto_below, info.rescue_from, info.rescue_threshold) == (0.2, 0.70, 0.47)
     assert info.reworded_below == settings.reworded_below
 
 
@@ -412,7 +412,7 @@ def test_the_shipped_model_tells_a_paraphrase_from_a_changed_value(
         ]
     )
     assert same >= 0.70
-    assert other_city < 0.07
+    assert other_city < CrossEncoderSettings().veto_below  # vetoed at the default cut
     assert other_drink < 0.70  # not rescued (docs/quality.md)
 
 
