@@ -19,9 +19,9 @@ demo: $(BIN)/.installed
 	$(BIN)/memdedup demo
 
 lint: $(BIN)/.installed
-	$(BIN)/ruff check consumer schemas tests bench
-	$(BIN)/ruff format --check consumer schemas tests bench
-	$(BIN)/mypy consumer schemas tests
+	$(BIN)/ruff check consumer schemas tests bench tools
+	$(BIN)/ruff format --check consumer schemas tests bench tools
+	$(BIN)/mypy consumer schemas tests bench tools
 
 test: lint
 	$(BIN)/pytest

@@ -139,9 +139,9 @@ async def self_match(store: MemoryStore, probes: np.ndarray) -> bool:
     for index in (0, len(SCOPES) // 2, len(SCOPES) - 1):
         query = SimilarityQuery(SCOPES[index], probes[index].tolist(), TOP_K)
         (found,) = await store.search(PARTITION, [query])
-        if not found or found[0].score < 0.999 or found[0].memory.scope != SCOPES[index]:
+        if not found or found[0].score < 0.999:
             return False
-        if any(hit.memory.scope != SCOPES[index] for hit in found):
+        if any(hit.memory is None or hit.memory.scope != SCOPES[index] for hit in found):
             return False
     return True
 

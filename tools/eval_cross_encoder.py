@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import json
 import statistics
 import sys
@@ -64,16 +63,19 @@ for path in (REPO_ROOT, REPO_ROOT / "bench", REPO_ROOT / "tools"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-import quality as bq  # type: ignore[import-not-found]  # noqa: E402  (bench/quality.py)
+import quality as bq  # noqa: E402  (bench/quality.py)
 from train_cross_encoder import OnnxScorer, normalize_content  # noqa: E402
+
+from consumer.domain.alignment import PairAligner  # noqa: E402
+from consumer.domain.verifier import LocalVerifier, Verdict, build_verifier  # noqa: E402
+from consumer.quality.evaluate import policy_from_settings  # noqa: E402
+from consumer.quality.pairs import load_pairs  # noqa: E402
+from consumer.quality.rule import decide_pair, is_exact, pair_veto  # noqa: E402
+from consumer.settings import load_settings  # noqa: E402
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
-_rule = importlib.import_module(bq.decide_pair.__module__)
-_verifier_module = importlib.import_module(bq.LocalVerifier.__module__)
-is_exact: Callable[[str, str], bool] = _rule.is_exact
-Verdict: Any = _verifier_module.Verdict
 
 MEMORY_DIR: Final = bq.MEMORY_PAIRS_DIR
 GRID: Final = np.round(np.arange(0.01, 1.0, 0.01), 2)
@@ -112,7 +114,7 @@ def prf(pred: BoolArray, labels: BoolArray) -> dict[str, float | int | None]:
 
 
 def auc(scores: FloatArray, labels: BoolArray) -> float:
-    from sklearn.metrics import roc_auc_score  # type: ignore[import-untyped]
+    from sklearn.metrics import roc_auc_score
 
     return float(roc_auc_score(labels, scores))
 
@@ -179,13 +181,13 @@ def build_set(
     for i, (pair, s) in enumerate(zip(pairs, cosine, strict=True)):
         existing = pair.existing.strip()
         exact[i] = is_exact(pair.existing, pair.new)
-        guard[i] = bq.pair_veto(pair.existing, pair.new, s, guards=True) is not None
+        guard[i] = pair_veto(pair.existing, pair.new, s, guards=True) is not None
         alignment = aligner.check(existing, pair.new)
         align[i] = alignment.veto is not None
         equivalent[i] = alignment.equivalent
         detail[i] = alignment.detail_added
         gbm[i] = not verifier.judge(existing, pair.new, float(s)).same_fact
-        decision = bq.decide_pair(
+        decision = decide_pair(
             pair.existing,
             pair.new,
             float(s),
@@ -289,7 +291,7 @@ def distinct_skipped(d: SetData, skipped: BoolArray) -> int:
 
 
 async def cosine_scores(sets: dict[str, list[Any]]) -> dict[str, FloatArray]:
-    settings = bq.load_settings()
+    settings = load_settings()
     scores: dict[str, FloatArray] = (await bq.embed_all(sets, settings))[0]
     return scores
 
@@ -363,12 +365,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     started = time.perf_counter()
-    memory = [p for path in sorted(MEMORY_DIR.glob("*.jsonl")) for p in bq.load_pairs(path)]
+    memory = [p for path in sorted(MEMORY_DIR.glob("*.jsonl")) for p in load_pairs(path)]
     sets: dict[str, list[Any]] = {
         "memory-test": [p for p in memory if p.split == "test"],
         "memory-dev": [p for p in memory if p.split == "dev"],
         "memory-train": [p for p in memory if p.split == "train"],
-        "shipped": bq.load_pairs(bq.MEMORY_PAIRS),
+        "shipped": load_pairs(bq.MEMORY_PAIRS),
         # PAWS dev: a tuning split (not in the CE's training data), to see what a
         # rule does to PAWS before looking at PAWS test.
         "paws-dev": bq.load_public(
@@ -401,11 +403,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ce_s = time.perf_counter() - ce_started
     n_scored = sum(len(p) for p in sets.values()) * (2 if args.both_orders else 1)
 
-    settings = bq.load_settings()
-    bands = bq.policy_from_settings(settings.dedup).default
-    aligner = bq.PairAligner()
-    verifier = bq.build_verifier(settings.dedup, aligner=aligner)
-    if verifier is not None and not isinstance(verifier, bq.LocalVerifier):
+    settings = load_settings()
+    bands = policy_from_settings(settings.dedup).default
+    aligner = PairAligner()
+    verifier = build_verifier(settings.dedup, aligner=aligner)
+    if verifier is not None and not isinstance(verifier, LocalVerifier):
         verifier = verifier.fallback
     data = {
         name: build_set(name, pairs, cosine[name], ce[name], bands, verifier, aligner)

@@ -212,7 +212,7 @@ def dev_examples() -> list[Example]:
 
 
 def auc(scores: Sequence[float], labels: Sequence[float]) -> float:
-    from sklearn.metrics import roc_auc_score  # type: ignore[import-untyped]
+    from sklearn.metrics import roc_auc_score
 
     return float(roc_auc_score(np.asarray(labels) > 0.5, np.asarray(scores)))
 

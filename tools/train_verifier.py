@@ -120,7 +120,7 @@ def embed(texts: Sequence[str], cache_dir: Path) -> dict[str, FloatArray]:
 
         settings = load_settings()
 
-        async def run() -> list[FloatArray]:
+        async def run() -> list[npt.NDArray[np.float32]]:  # the embedder's vectors
             embedder = await load_embedder(settings.embedding, data_dir=settings.qdrant.path)
             try:
                 rows = []
@@ -182,7 +182,7 @@ def build_set(name: str, pairs: list[LabelledPair], vectors: dict[str, FloatArra
 def fit(x: FloatArray, y: npt.NDArray[np.bool_], weight: FloatArray) -> Any:
     from sklearn.ensemble import GradientBoostingClassifier
 
-    model = GradientBoostingClassifier(random_state=SEED, **BOOSTING)  # type: ignore[arg-type]
+    model = GradientBoostingClassifier(random_state=SEED, **BOOSTING)
     model.fit(x, y, sample_weight=weight)
     return model
 
