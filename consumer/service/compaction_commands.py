@@ -204,14 +204,17 @@ class CompactionCommands(CommandHandler):
         member_texts: list[FoldedText] = []
         for member in members:
             member_texts += [*member.folded_texts, replaced_text(member)]
+        # The members' lineages, then each member's own entry: the lineage keeps
+        # its newest entries, and a cluster (at most LINEAGE_LIMIT members) keeps
+        # every member's own, which a redelivered command reads to see that the
+        # stored keeper already holds the cluster (`folded_by_an_earlier_try`).
         merged_from = list(keeper.merged_from)
-        for member in members:
-            for source in [
-                MergeSource(member.origin_event_id, member.memory_id),
-                *member.merged_from,
-            ]:
-                if source not in merged_from:
-                    merged_from.append(source)
+        for source in [
+            *(source for member in members for source in member.merged_from),
+            *(MergeSource(member.origin_event_id, member.memory_id) for member in members),
+        ]:
+            if source not in merged_from:
+                merged_from.append(source)
         merged = replace(
             keeper,
             importance=max(m.importance for m in everyone),

@@ -19,6 +19,7 @@ from consumer.observability.metrics import ServiceMetrics
 from consumer.ports import MemoryStore
 from consumer.settings import TopicSettings
 from schemas import CommandResult, MemoryDecisionEvent, MemoryReversed
+from schemas.commands import MAX_CLUSTER_MEMBERS
 
 from .conftest import EngineFactory
 from .helpers import (
@@ -413,6 +414,61 @@ async def test_a_compaction_cut_short_after_its_keeper_completes_when_redelivere
         assert found[memory_id(text)].memory_id == memory_id(texts[0])
     stored = (await store.get_memories(0, [memory_id(texts[0])]))[memory_id(texts[0])]
     assert stored.seen_count == 3
+
+
+async def test_a_cut_short_compaction_is_recognised_when_the_lineage_overflows(
+    make_engine: EngineFactory,
+    store: MemoryStore,
+    embedder: FakeEmbedder,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The keeper's lineage is bounded; a member that brings a lineage of its own
+    must not push another member's own entry out, or the redelivered command no
+    longer sees that the stored keeper holds the cluster and folds it again (the
+    members' sightings counted twice; a keeper whose text the fold replaced is
+    rejected as changed instead)."""
+    monkeypatch.setattr(merge, "LINEAGE_LIMIT", 2)
+    keeper_text, member_text, merged_text, other_text = (
+        "User owns a grey cat",
+        "User likes green tea",
+        "User enjoys green tea",
+        "User lives in Lyon",
+    )
+    embedder.set(member_text, base_vector())
+    embedder.set(merged_text, unit_vector(0.85, 1))  # merged into the first member
+    harness = Harness(make_engine(), store, embedder, FakePublisher())
+    await harness.send(event_dict(event_id="k1", content=keeper_text))
+    await harness.send(event_dict(event_id="m1", content=member_text))
+    [(_, merged)] = await harness.send(event_dict(event_id="m2", content=merged_text))
+    assert merged["decision"] == "merged"
+    await harness.send(event_dict(event_id="o1", content=other_text))
+    apply_points = type(store).apply_points
+    cut_short: list[int] = []
+
+    async def keeper_only(self: Any, partition: int, points: Any, **kwargs: Any) -> Any:
+        if not cut_short and any(p.payload.get("kind") == "redirect" for p in points):
+            cut_short.append(len(points))
+            await apply_points(self, partition, points[:1], **kwargs)  # the keeper
+            raise StoreUnavailable("injected: cut short after the keeper")
+        return await apply_points(self, partition, points, **kwargs)
+
+    monkeypatch.setattr(type(store), "apply_points", keeper_only)
+    body = compact(keeper_text, [(member_text, "merged"), (other_text, "merged")])
+    with pytest.raises(StoreUnavailable):
+        await harness.send(command("c1", body))
+    harness.offset -= 1  # the same record, redelivered
+    outputs = await harness.send(command("c1", body))
+    assert outputs[-1][1]["status"] == "applied", outputs[-1][1]
+    keeper = MemoryDecisionEvent.model_validate(outputs[0][1]).memory
+    assert [s.event_id for s in keeper.merged_from] == ["m1", "o1"]
+    assert keeper.seen_count == 4  # k1, m1 with m2, o1: counted once
+    assert await store.count_memories(0) == 1
+
+
+def test_a_cluster_fits_the_lineage() -> None:
+    """Every member's own lineage entry survives a fold (see above) only while a
+    cluster has no more members than the lineage keeps entries."""
+    assert MAX_CLUSTER_MEMBERS <= merge.LINEAGE_LIMIT
 
 
 async def test_a_malformed_command_is_dead_lettered_with_its_id(harness: Harness) -> None:
