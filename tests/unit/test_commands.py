@@ -357,6 +357,24 @@ async def test_compaction_keeps_the_latest_lineage_only(
     assert [s["event_id"] for s in keeper["merged_from"]] == ["e2"]
 
 
+def cut_short_after_the_keeper(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The first store write that redirects members lands only its first point (the
+    folded keeper) and then fails, as an append cut short does; returns a list
+    that gets the size of that write."""
+    apply_points = type(store).apply_points
+    cut_short: list[int] = []
+
+    async def keeper_only(self: Any, partition: int, points: Any, **kwargs: Any) -> Any:
+        if not cut_short and any(p.payload.get("kind") == "redirect" for p in points):
+            cut_short.append(len(points))
+            await apply_points(self, partition, points[:1], **kwargs)  # the keeper
+            raise StoreUnavailable("injected: cut short after the keeper")
+        return await apply_points(self, partition, points, **kwargs)
+
+    monkeypatch.setattr(type(store), "apply_points", keeper_only)
+    return cut_short
+
+
 @pytest.mark.parametrize("policy", ["keep_existing", "replace_with_newer"])
 async def test_a_compaction_cut_short_after_its_keeper_completes_when_redelivered(
     make_engine: EngineFactory,
@@ -375,17 +393,7 @@ async def test_a_compaction_cut_short_after_its_keeper_completes_when_redelivere
     texts = ["User likes green tea", "User enjoys green tea", "User loves green tea"]
     for index, text in enumerate(texts):
         await harness.send(event_dict(event_id=f"e{index}", content=text))
-    apply_points = type(store).apply_points
-    cut_short: list[int] = []
-
-    async def keeper_only(self: Any, partition: int, points: Any, **kwargs: Any) -> Any:
-        if not cut_short and any(p.payload.get("kind") == "redirect" for p in points):
-            cut_short.append(len(points))
-            await apply_points(self, partition, points[:1], **kwargs)  # the keeper
-            raise StoreUnavailable("injected: cut short after the keeper")
-        return await apply_points(self, partition, points, **kwargs)
-
-    monkeypatch.setattr(type(store), "apply_points", keeper_only)
+    cut_short = cut_short_after_the_keeper(store, monkeypatch)
     body = compact(texts[0], [(texts[1], "merged"), (texts[2], "skipped")])
     body["text_source_id"] = memory_id(texts[2]) if policy == "replace_with_newer" else None
     with pytest.raises(StoreUnavailable):
@@ -442,17 +450,7 @@ async def test_a_cut_short_compaction_is_recognised_when_the_lineage_overflows(
     [(_, merged)] = await harness.send(event_dict(event_id="m2", content=merged_text))
     assert merged["decision"] == "merged"
     await harness.send(event_dict(event_id="o1", content=other_text))
-    apply_points = type(store).apply_points
-    cut_short: list[int] = []
-
-    async def keeper_only(self: Any, partition: int, points: Any, **kwargs: Any) -> Any:
-        if not cut_short and any(p.payload.get("kind") == "redirect" for p in points):
-            cut_short.append(len(points))
-            await apply_points(self, partition, points[:1], **kwargs)  # the keeper
-            raise StoreUnavailable("injected: cut short after the keeper")
-        return await apply_points(self, partition, points, **kwargs)
-
-    monkeypatch.setattr(type(store), "apply_points", keeper_only)
+    cut_short_after_the_keeper(store, monkeypatch)
     body = compact(keeper_text, [(member_text, "merged"), (other_text, "merged")])
     with pytest.raises(StoreUnavailable):
         await harness.send(command("c1", body))
