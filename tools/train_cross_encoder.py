@@ -552,15 +552,14 @@ def exported_model_targets(
 ) -> list[float]:
     """What a student learns from an exported model (`--teacher-model`, e.g. the
     shipped one): `--hard-weight` of the label plus the rest of the model's
-    P(same fact), the mean of both orders, read with its int8 file as the
-    service reads it."""
-    info = json.loads((model_dir / "model.json").read_text(encoding="utf-8"))
-    variant = str(info["model"]).removeprefix("model-").removesuffix(".onnx")
-    scorer = OnnxScorer(
-        model_dir, variant=variant, max_length=int(info["max_length"]), threads=args.threads
-    )
-    forward = np.asarray(scorer.score([(e.a, e.b) for e in examples], batch=64))
-    backward = np.asarray(scorer.score([(e.b, e.a) for e in examples], batch=64))
+    P(same fact), the mean of both orders, read as the service reads it: with
+    the service's scorer, one pair a run (an int8 model's activation scales
+    follow the batch, so batched scores differ from the service's)."""
+    from consumer.embedding.cross_encoder import OnnxPairScorer
+
+    scorer = OnnxPairScorer.load(model_dir)
+    forward = np.asarray(scorer.probabilities([(e.a, e.b) for e in examples]))
+    backward = np.asarray(scorer.probabilities([(e.b, e.a) for e in examples]))
     return blended_targets(examples, (forward + backward) / 2, args.hard_weight)
 
 
