@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -948,3 +949,38 @@ def test_has_parsed_says_when_a_check_parses_nothing() -> None:
     assert not aligner.has_parsed("User sails.", "I sail.")
     aligner.prime(["User sails.", "I sail."])
     assert aligner.has_parsed("User sails.", "I sail.")
+
+
+def test_the_parser_multiplies_without_blis_and_parses_as_with_it() -> None:
+    """The token vectors' products run through numpy (faster than blis on the
+    machines measured) and change no parse; the thinc ops of the caller stay."""
+    import spacy
+    from thinc.api import get_current_ops
+
+    from consumer.domain.alignment import SPACY_MODEL, load_parser
+
+    ops_before = get_current_ops()
+    nlp = load_parser()
+    assert get_current_ops() is ops_before
+    token_vectors: Any = nlp.get_pipe("tok2vec")
+    assert not any(layer.ops.use_blis for layer in token_vectors.model.walk())
+
+    with_blis = spacy.load(SPACY_MODEL, disable=["ner"])
+    their_vectors: Any = with_blis.get_pipe("tok2vec")
+    assert any(layer.ops.use_blis for layer in their_vectors.model.walk())
+    texts = [
+        "User's landlord sublets the flat in Porto to a student from March.",
+        "Deploys go out on Tuesdays after the staging checks pass.",
+        "I switched from tea to coffee last winter, mostly oat flat whites.",
+        "Vet appt Tue 4 PM for Miso, the 3-year-old cat.",
+    ]
+
+    def read(doc: Any) -> list[tuple[str, str, int, str, str]]:
+        return [(t.tag_, t.dep_, t.head.i, t.lemma_, t.pos_) for t in doc]
+
+    assert [read(d) for d in nlp.pipe(texts)] == [read(d) for d in with_blis.pipe(texts)]
+    vectors = [d.tensor for d in nlp.pipe(texts)]
+    vectors_with_blis = [d.tensor for d in with_blis.pipe(texts)]
+    for ours, theirs in zip(vectors, vectors_with_blis, strict=True):
+        assert ours.shape == theirs.shape
+        assert abs(ours - theirs).max() < 1e-4
