@@ -58,6 +58,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
+from functools import cache
 from typing import TYPE_CHECKING, Any, Final
 
 from consumer.domain.guards import (
@@ -2287,7 +2288,8 @@ def load_parser(model: str = SPACY_MODEL, *, entities: bool = False) -> Language
     Its layers multiply matrices through numpy rather than blis: on the x86
     machines measured, blis ran the token vectors' products ~3x slower, a
     batched parse took ~1.2 ms a text against ~0.75 ms, and the parses of ~15,000
-    texts came out the same (tags, heads, labels, lemmas)."""
+    texts came out the same (tags, heads, labels, lemmas). Run it under
+    `one_blas_thread`, as `PairAligner` does."""
     with _without_torch():
         import spacy
         from thinc.api import use_ops
@@ -2301,6 +2303,24 @@ def load_parser(model: str = SPACY_MODEL, *, entities: bool = False) -> Language
     for weekday in ("Wed", "wed"):
         tokenizer.add_special_case(weekday, [{"ORTH": weekday}])
     return nlp
+
+
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """numpy's BLAS on one thread while the parser runs: with more, its idle
+    threads spin after each product and took a second core's worth of CPU from
+    the consumer at 50 events/s, for no faster parse."""
+    with _blas_threads().limit(limits=1, user_api="blas"):
+        yield
+
+
+@cache
+def _blas_threads() -> Any:
+    # Reads which BLAS libraries are loaded (numpy's, by now) once; `limit` is
+    # then cheap (~13 us).
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
 
 
 @contextmanager
@@ -2354,7 +2374,8 @@ class PairAligner:
                 self._cache.move_to_end(text)
                 return found
             nlp = self._pipeline()
-            parsed = _words(_with_subject(nlp, nlp(_stand_in(text)), self._verb_forms))
+            with one_blas_thread():
+                parsed = _words(_with_subject(nlp, nlp(_stand_in(text)), self._verb_forms))
             self._remember(text, parsed)
             return parsed
 
@@ -2366,9 +2387,10 @@ class PairAligner:
             if not todo:
                 return 0
             nlp = self._pipeline()
-            docs = nlp.pipe((_stand_in(t) for t in todo), batch_size=_PIPE_BATCH)
-            for text, doc in zip(todo, docs, strict=True):
-                self._remember(text, _words(_with_subject(nlp, doc, self._verb_forms)))
+            with one_blas_thread():
+                docs = nlp.pipe((_stand_in(t) for t in todo), batch_size=_PIPE_BATCH)
+                for text, doc in zip(todo, docs, strict=True):
+                    self._remember(text, _words(_with_subject(nlp, doc, self._verb_forms)))
             return len(todo)
 
     def has_parsed(self, *texts: str) -> bool:

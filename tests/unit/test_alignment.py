@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -984,3 +985,37 @@ def test_the_parser_multiplies_without_blis_and_parses_as_with_it() -> None:
     for ours, theirs in zip(vectors, vectors_with_blis, strict=True):
         assert ours.shape == theirs.shape
         assert abs(ours - theirs).max() < 1e-4
+
+
+def test_a_parse_runs_blas_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Idle BLAS threads spin after each product; a parse takes one and gives
+    the caller's count back after."""
+    from contextlib import contextmanager
+
+    from threadpoolctl import threadpool_info
+
+    from consumer.domain import alignment
+
+    def blas_threads() -> list[int]:
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    before = blas_threads()
+    assert before, "numpy's BLAS is loaded"
+    with alignment.one_blas_thread():
+        assert blas_threads() == [1] * len(before)
+    assert blas_threads() == before
+
+    seen: list[list[int]] = []
+    real = alignment.one_blas_thread
+
+    @contextmanager
+    def recorded() -> Iterator[None]:
+        with real():
+            seen.append(blas_threads())
+            yield
+
+    monkeypatch.setattr(alignment, "one_blas_thread", recorded)
+    aligner = PairAligner()
+    aligner.parsed("User rows on Sundays.")
+    aligner.prime(["User rows on Saturdays.", "I row at the weekend."])
+    assert seen == [[1] * len(before)] * 2
