@@ -1019,3 +1019,31 @@ def test_a_parse_runs_blas_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> Non
     aligner.parsed("User rows on Sundays.")
     aligner.prime(["User rows on Saturdays.", "I row at the weekend."])
     assert seen == [[1] * len(before)] * 2
+
+
+def test_prime_parses_the_memories_without_their_subject_again_in_one_batch() -> None:
+    """A note that leaves its subject out is parsed a second time with a stand-in
+    subject; `prime` does those together, as it does the first parses, and reads
+    them as one parse at a time does."""
+    notes = ["Lives in Lyon.", "Manages Karen Liu.", "Prefers Rust over Go.", "User swims daily."]
+    aligner = PairAligner()
+    nlp = aligner._pipeline()
+    calls: list[int | str] = []
+
+    class Counted:
+        def __call__(self, text: str) -> Any:
+            calls.append(text)
+            return nlp(text)
+
+        def pipe(self, texts: Iterator[str], **options: Any) -> Any:
+            batch = list(texts)
+            calls.append(len(batch))
+            return nlp.pipe(batch, **options)
+
+    aligner._nlp = Counted()
+    assert aligner.prime(notes) == 4
+    assert calls == [4, 3]  # the notes, then the three without a subject again
+    one_at_a_time = PairAligner()
+    for note in notes:
+        assert aligner.parsed(note) == one_at_a_time.parsed(note)
+    assert [aligner.parsed(n).subject_supplied for n in notes] == [True, True, True, False]
