@@ -40,6 +40,8 @@ the rules named by ``--kinds-for``.
 
 Measured on the 2-core machine (shared, load 3-5): 2-3 min for the default sets
 (embedding ~1 min, CE int8 ~1 min for ~6,400 pairs in one order, parses ~20 s).
+The cross-encoder scores one pair a run, as the service does (batched, an int8
+model's P moves with the pairs beside it).
 """
 
 from __future__ import annotations

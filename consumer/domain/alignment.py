@@ -2307,9 +2307,9 @@ def load_parser(model: str = SPACY_MODEL, *, entities: bool = False) -> Language
 
 @contextmanager
 def one_blas_thread() -> Iterator[None]:
-    """numpy's BLAS on one thread while the parser runs: with more, its idle
-    threads spin after each product and took a second core's worth of CPU from
-    the consumer at 50 events/s, for no faster parse."""
+    """numpy's BLAS on one thread while the parser runs: with two, the idle one
+    spun after each product and the consumer used ~0.6 of a core more at 50
+    events/s (bench/e2e.py), for no faster parse."""
     with _blas_threads().limit(limits=1, user_api="blas"):
         yield
 
