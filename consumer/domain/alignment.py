@@ -2280,7 +2280,9 @@ def _another_doer(matched: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
     return None
 
 
-def load_parser(model: str = SPACY_MODEL, *, entities: bool = False) -> Language:
+def load_parser(
+    model: str = SPACY_MODEL, *, entities: bool = False, blis: bool = False
+) -> Language:
     """The spaCy pipeline, torch kept out. The alignment reads no entities, and
     without the recogniser a parse costs half as much; `entities=True` keeps it
     (the synthetic-pair generator in tools/ swaps entities).
@@ -2289,13 +2291,14 @@ def load_parser(model: str = SPACY_MODEL, *, entities: bool = False) -> Language
     machines measured, blis ran the token vectors' products ~3x slower, a
     batched parse took ~1.2 ms a text against ~0.75 ms, and the parses of ~15,000
     texts came out the same (tags, heads, labels, lemmas). Run it under
-    `one_blas_thread`, as `PairAligner` does."""
+    `one_blas_thread`, as `PairAligner` does. `blis=True` keeps thinc's default
+    products (bench/parsing.py's baseline)."""
     with _without_torch():
         import spacy
         from thinc.api import use_ops
 
         # Layers take the ops current when they are built; later parses keep them.
-        with use_ops("numpy", use_blis=False):
+        with use_ops("numpy", use_blis=blis):
             nlp = spacy.load(model, disable=[] if entities else ["ner"])
     # The English tokenizer reads "Wed" as "We'd" without its apostrophe; in a note
     # it is Wednesday, and "wed" a verb ("they wed in June").

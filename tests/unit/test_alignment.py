@@ -955,10 +955,9 @@ def test_has_parsed_says_when_a_check_parses_nothing() -> None:
 def test_the_parser_multiplies_without_blis_and_parses_as_with_it() -> None:
     """The token vectors' products run through numpy (faster than blis on the
     machines measured) and change no parse; the thinc ops of the caller stay."""
-    import spacy
     from thinc.api import get_current_ops
 
-    from consumer.domain.alignment import SPACY_MODEL, load_parser
+    from consumer.domain.alignment import load_parser
 
     ops_before = get_current_ops()
     nlp = load_parser()
@@ -966,7 +965,7 @@ def test_the_parser_multiplies_without_blis_and_parses_as_with_it() -> None:
     token_vectors: Any = nlp.get_pipe("tok2vec")
     assert not any(layer.ops.use_blis for layer in token_vectors.model.walk())
 
-    with_blis = spacy.load(SPACY_MODEL, disable=["ner"])
+    with_blis = load_parser(blis=True)
     their_vectors: Any = with_blis.get_pipe("tok2vec")
     assert any(layer.ops.use_blis for layer in their_vectors.model.walk())
     texts = [

@@ -1,0 +1,83 @@
+"""bench/parsing.py end to end on a few texts with the real pipeline (figures are
+computed, not asserted on: timings belong to the benchmark)."""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from consumer.quality.pairs import split_of
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _bench() -> Any:
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        return importlib.import_module("parsing")
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+
+
+def _write(path: Path, rows: list[tuple[str, str, str]]) -> Path:
+    names = (f"g{i}" for i in itertools.count())
+    lines = []
+    for existing, new, split in rows:
+        group = next(g for g in names if split_of(g) == split)
+        lines.append(
+            json.dumps(
+                {
+                    "existing": existing,
+                    "new": new,
+                    "label": "duplicate",
+                    "split": split,
+                    "group": group,
+                }
+            )
+        )
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_the_parse_bench_times_the_tuning_texts_only(tmp_path: Path) -> None:
+    pairs = tmp_path / "pairs"
+    pairs.mkdir()
+    _write(
+        pairs / "a.jsonl",
+        [
+            ("Lives in Lyon.", "User lives in Lyon.", "train"),
+            ("Gym Mon, Wed, Fri", "User goes to the gym on Monday, Wednesday and Friday.", "dev"),
+            ("A test text the bench must not read.", "Nor this one.", "test"),
+        ],
+    )
+    bench = _bench()
+    assert bench.tuning_texts(pairs, 10) == [
+        "Lives in Lyon.",
+        "User lives in Lyon.",
+        "Gym Mon, Wed, Fri",
+        "User goes to the gym on Monday, Wednesday and Friday.",
+    ]
+    out = tmp_path / "parse.json"
+    assert bench.main(["--pairs-dir", str(pairs), "--repeats", "1", "--json", str(out)]) == 0
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert result["texts"] == 4
+    assert result["texts_parsed_otherwise"] == 0
+    for figure in ("spacy_as_shipped_ms", "aligner_pipeline_ms", "prime_ms", "one_at_a_time_ms"):
+        assert result[figure] > 0
+
+
+def test_the_parse_bench_says_where_its_texts_are_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        _bench().main(["--pairs-dir", str(tmp_path)])
+    assert exit_info.value.code == 2
+    assert "no train or dev pair" in capsys.readouterr().err
