@@ -2289,8 +2289,8 @@ def load_parser(
 
     Its layers multiply matrices through numpy rather than blis: on the x86
     machines measured, blis ran the token vectors' products ~3x slower, a
-    batched parse took ~1.2 ms a text against ~0.75 ms, and the parses of ~15,000
-    texts came out the same (tags, heads, labels, lemmas). Run it under
+    batched parse took ~1.2 ms a text against ~0.75 ms, and the parses of 17,408
+    texts came out the same (tags, heads, labels, lemmas; bench/parsing.py counts). Run it under
     `one_blas_thread`, as `PairAligner` does. `blis=True` keeps thinc's default
     products (bench/parsing.py's baseline)."""
     with _without_torch():
