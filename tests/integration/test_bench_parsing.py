@@ -3,28 +3,21 @@ computed, not asserted on: timings belong to the benchmark)."""
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from consumer.quality.pairs import split_of
+from tests.scripts import import_script
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
-
 
 def _bench() -> Any:
-    sys.path.insert(0, str(REPO / "bench"))
-    try:
-        return importlib.import_module("parsing")
-    finally:
-        sys.path.remove(str(REPO / "bench"))
+    return import_script("parsing", "bench")
 
 
 def _write(path: Path, rows: list[tuple[str, str, str]]) -> Path:

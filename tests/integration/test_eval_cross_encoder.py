@@ -3,26 +3,18 @@ service's own."""
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.scripts import import_script
+
 pytestmark = pytest.mark.integration
 
 
 def _tool() -> Any:
-    added = [str(REPO_ROOT / "tools"), str(REPO_ROOT / "bench")]
-    sys.path[:0] = added
-    try:
-        return importlib.import_module("eval_cross_encoder")
-    finally:
-        for path in added:
-            sys.path.remove(path)
+    return import_script("eval_cross_encoder", "tools", "bench")
 
 
 def test_the_scores_evaluated_are_the_services() -> None:

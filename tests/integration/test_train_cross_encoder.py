@@ -6,22 +6,18 @@ from __future__ import annotations
 import gzip
 import importlib
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.scripts import import_script
+
 pytestmark = pytest.mark.integration
 
 
 def _tool() -> Any:
-    sys.path.insert(0, str(REPO_ROOT / "tools"))
-    try:
-        return importlib.import_module("train_cross_encoder")
-    finally:
-        sys.path.remove(str(REPO_ROOT / "tools"))
+    return import_script("train_cross_encoder", "tools")
 
 
 def _synthetic(path: Path, rows: list[tuple[str, str, str]]) -> Path:
