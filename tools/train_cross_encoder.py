@@ -18,9 +18,10 @@ dependencies: write the pairs here, train there, export here::
 ``--teacher-model DIR --layers 3`` trains a student of three layers on what an
 exported model (the shipped one: ``consumer/data/cross_encoder``) says of every
 pair, ``--hard-weight`` of the label and the rest the model's P(same fact),
-scored as the service scores it (one pair a run). With ``--base DIR`` naming the same directory, the student starts from that
-model's first layers and head (its int8 weights dequantized); measured on the
-two cores, not shipped (docs/quality.md, after the sixteenth round)::
+scored as the service scores it (one pair a run). With ``--base DIR`` naming
+the same directory, the student starts from that model's first layers and head
+(its int8 weights dequantized); measured on the two cores, not shipped
+(docs/quality.md, after the sixteenth round)::
 
     python tools/train_cross_encoder.py --synth S0.jsonl S1.jsonl \
         --teacher-model consumer/data/cross_encoder --base consumer/data/cross_encoder \
