@@ -133,6 +133,12 @@ class CrossEncoderSettings(BaseModel):
     # 0.5 it let a changed activity through on dev; below 0.7, an attempt taken
     # for its success and "enjoys" for "finds boring": docs/quality.md).
     reworded_below: Unit = 0.7
+    # The alignment's veto of one verb put for another in one slot, told alike and
+    # with every other word matched ("works at" / "is employed by"), is lifted when
+    # P(same fact) is at least this: the parse cannot tell a synonym from another
+    # act, the model mostly can (chosen on train+dev: docs/quality.md, eighteenth
+    # round). 1.0: never lifted.
+    verb_swap_from: Unit = 0.95
 
 
 class DedupSettings(BandSettings):

@@ -230,6 +230,12 @@ class Alignment:
     amounts_rewritten: bool = False
     # A text was read with a subject it leaves out (`AlignedText.subject_supplied`).
     subject_supplied: bool = False
+    # `veto` is one verb put for another in one slot, told alike, every other word
+    # matched and nothing else changed ("works at" / "is employed by", but also
+    # "joined" / "left"): the parse cannot tell a synonym from another act, so the
+    # cross-encoder may lift it when it is nearly certain
+    # (`dedup.cross_encoder.verb_swap_from`, consumer.domain.vetting).
+    verb_swap: bool = False
 
     @property
     def skippable(self) -> bool:
@@ -1233,29 +1239,14 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
     if b.contrast_at >= 0:
         a = _contrast_not_negation(a)
     matched, left, right = _pairs(a, b)
-    veto = (
-        per_what
-        or _contrast_swapped(a, b, matched)
-        or _judge(matched, left, right)
-        or _due_and_done(a, b, left, right)
-    )
+    veto = per_what or _contrast_swapped(a, b, matched) or _judge(matched, left, right)
+    verb_swap = False
     if veto is None:
-        veto = _root_tense(a, b, matched)
-    if veto is None:
-        veto = _opposed_prepositions(a, b) or _group_or_person(a, b) or _exception(a, b)
-    if veto is None:
-        veto = (
-            _copula_owner_traded(a, b)
-            or _preposition_object_made_doer(a, b, matched)
-            or _named_one_made_owner(a, b, matched)
-            or _user_left_out_as_doer(a, b, matched)
-        )
-    if veto is None:
-        veto = (
-            _event_planned_then_done(a, b, matched)
-            or _amount_scope_changed(a, b)
-            or _count_changed(matched)
-        )
+        swap, liftable = _swapped(left, right)
+        # A verb swap alone may be lifted (`Alignment.verb_swap`): what else vetoes?
+        rest = _beyond_words(a, b, matched, left, right) if swap is None or liftable else None
+        verb_swap = swap is not None and liftable and rest is None
+        veto = swap or rest
     # Equivalent: every word matched, every participant in the same role, and every
     # word attached where its partner is (the same words in another order can say
     # another thing: "walks fast and talks slowly" / "walks slowly and talks fast",
@@ -1287,6 +1278,31 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         _adds_a_clause(right),
         amounts_rewritten=amounts_rewritten,
         subject_supplied=a.subject_supplied or b.subject_supplied,
+        verb_swap=verb_swap,
+    )
+
+
+def _beyond_words(
+    a: AlignedText,
+    b: AlignedText,
+    matched: Sequence[tuple[Word, Word]],
+    left: Sequence[Word],
+    right: Sequence[Word],
+) -> GuardVeto | None:
+    """The checks of how the texts' words relate once each word is judged."""
+    return (
+        _due_and_done(a, b, left, right)
+        or _root_tense(a, b, matched)
+        or _opposed_prepositions(a, b)
+        or _group_or_person(a, b)
+        or _exception(a, b)
+        or _copula_owner_traded(a, b)
+        or _preposition_object_made_doer(a, b, matched)
+        or _named_one_made_owner(a, b, matched)
+        or _user_left_out_as_doer(a, b, matched)
+        or _event_planned_then_done(a, b, matched)
+        or _amount_scope_changed(a, b)
+        or _count_changed(matched)
     )
 
 
@@ -1730,22 +1746,9 @@ def _judge(
             return _veto("negation", f"'{x.key}' negated on one side only")
     for x, y in matched:
         if x.pos in {"VERB", "AUX"} and y.pos in {"VERB", "AUX"}:
-            if x.frame != y.frame and not _task_both_ways(x, y):
-                return _veto("time_change", f"'{x.key}': '{x.frame}' vs '{y.frame}'")
-            # "quit" is past and present alike: only a changed form is a changed tense.
-            if (
-                x.tense
-                and y.tense
-                and x.tense != y.tense
-                and x.text != y.text
-                and not _agreement(x, y)
-                and not _perfect_and_past(x, y)
-                and not _note_of_a_passive(x, y)
-            ):
-                return _veto("time_change", f"'{x.key}': {x.tense} vs {y.tense}")
-            # "pay via Direct Pay" / "paid via Direct Pay": a task against the act done.
-            if (x.todo and y.done) or (y.todo and x.done):
-                return _veto("time_change", f"'{x.key}': to do vs done")
+            changed = _verb_form_changed(x, y)
+            if changed is not None:
+                return changed
     for x, y in matched:
         a, b = x.particle.lstrip("~"), y.particle.lstrip("~")
         # "turned on" / "turned off": a particle is part of the verb's meaning.
@@ -1803,18 +1806,65 @@ def _judge(
         for y in right:
             if frozenset({x.key, y.key}) in _OPPOSED_DIRECTIONS:
                 return _veto("value_change", f"'{x.key}' vs '{y.key}'")
-    # A minimal edit that swaps a word for another is a changed value; a rewording
-    # changes many words, and is left to the other checks.
-    if len(left) <= _MAX_SWAP and len(right) <= _MAX_SWAP:
-        for x in left:
-            for y in right:
-                one_stance = {x.key, y.key} == {"want", "prefer"}  # `_tells_a_preference`
-                if _kind(x) == _kind(y) and _kind(x) and _same_slot(x, y) and not one_stance:
-                    return _veto("value_change", f"'{x.key}' vs '{y.key}' ({x.dep})")
-                if _relative(x) and _relative(y):
-                    # One relative for another is another person, wherever the
-                    # parse hung them ("Brother-in-law Luis" read as an adverb).
-                    return _veto("value_change", f"'{x.key}' vs '{y.key}'")
+    return None
+
+
+def _verb_form_changed(x: Word, y: Word) -> GuardVeto | None:
+    """Two verbs told in another frame, tense or as a task against the act done."""
+    if x.frame != y.frame and not _task_both_ways(x, y):
+        return _veto("time_change", f"'{x.key}': '{x.frame}' vs '{y.frame}'")
+    # "quit" is past and present alike: only a changed form is a changed tense.
+    if (
+        x.tense
+        and y.tense
+        and x.tense != y.tense
+        and x.text != y.text
+        and not _agreement(x, y)
+        and not _perfect_and_past(x, y)
+        and not _note_of_a_passive(x, y)
+    ):
+        return _veto("time_change", f"'{x.key}': {x.tense} vs {y.tense}")
+    # "pay via Direct Pay" / "paid via Direct Pay": a task against the act done.
+    if (x.todo and y.done) or (y.todo and x.done):
+        return _veto("time_change", f"'{x.key}': to do vs done")
+    return None
+
+
+def _swapped(left: Sequence[Word], right: Sequence[Word]) -> tuple[GuardVeto | None, bool]:
+    """The first word put for another in one slot, and whether it is the one
+    verb put for another, told alike, with every other word matched
+    (`Alignment.verb_swap`). A minimal edit that swaps a word for another is a
+    changed value; a rewording changes many words, and is left to the other
+    checks."""
+    if len(left) > _MAX_SWAP or len(right) > _MAX_SWAP:
+        return None, False
+    for x in left:
+        for y in right:
+            veto = _swap(x, y)
+            if veto is not None:
+                return veto, len(left) == len(right) == 1 and _verb_for_verb(x, y)
+    return None, False
+
+
+def _verb_for_verb(x: Word, y: Word) -> bool:
+    """Two verbs in one slot told alike: the same negation, particle, frame and
+    tense ("works" / "is employed", not "works" / "was employed")."""
+    return (
+        _kind(x) == _kind(y) == "VERB"
+        and x.negated == y.negated
+        and x.particle == y.particle
+        and _verb_form_changed(x, y) is None
+    )
+
+
+def _swap(x: Word, y: Word) -> GuardVeto | None:
+    one_stance = {x.key, y.key} == {"want", "prefer"}  # `_tells_a_preference`
+    if _kind(x) == _kind(y) and _kind(x) and _same_slot(x, y) and not one_stance:
+        return _veto("value_change", f"'{x.key}' vs '{y.key}' ({x.dep})")
+    if _relative(x) and _relative(y):
+        # One relative for another is another person, wherever the parse hung
+        # them ("Brother-in-law Luis" read as an adverb).
+        return _veto("value_change", f"'{x.key}' vs '{y.key}'")
     return None
 
 

@@ -13,7 +13,12 @@ of tools/eval_cross_encoder.py, chosen on the memory pairs' dev split only):
 - **rescue**: when no match reached an allowed band, the best candidate with
   cosine in [`rescue_threshold`, merge threshold) that no guard vetoes is merged
   (never skipped) when P(same fact) >= `rescue_from` and the alignment does not
-  veto it (consumer.domain.vetting; one model run per event at most).
+  veto it (consumer.domain.vetting; one model run per event at most);
+- **verb swap**: the alignment's veto of one verb put for another in one slot,
+  with nothing else changed (`Alignment.verb_swap`: "works at" / "is employed
+  by", but also "joined" / "left"), is lifted when P(same fact) >=
+  `verb_swap_from`, a cut near certainty: a lifted pair is merged (never
+  skipped) if nothing else vetoes it.
 
 Two texts spelled alike (`spelled_alike`: a typo, case or a hyphen apart) are
 not asked: the model reads a misspelt word as another word ("golden retreiver",
@@ -62,6 +67,7 @@ class CrossEncoderVerifier:
         rescue_from: float,
         reworded_below: float | None = None,
         rescue_contained_from: float | None = None,
+        verb_swap_from: float = 1.0,
         cache_size: int = _CACHE_SIZE,
     ) -> None:
         reworded_below = veto_below if reworded_below is None else reworded_below
@@ -72,6 +78,7 @@ class CrossEncoderVerifier:
             ("rescue_from", rescue_from),
             ("reworded_below", reworded_below),
             ("rescue_contained_from", rescue_contained_from),
+            ("verb_swap_from", verb_swap_from),
         ):
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be within 0..1, got {value}")
@@ -80,6 +87,7 @@ class CrossEncoderVerifier:
         self._rescue_from = rescue_from
         self._reworded_below = max(reworded_below, veto_below)
         self._rescue_contained_from = rescue_contained_from
+        self._verb_swap_from = verb_swap_from
         self._cache: OrderedDict[tuple[str, str], float] = OrderedDict()
         self._cache_size = cache_size
 
@@ -100,6 +108,11 @@ class CrossEncoderVerifier:
         """Below this P no pair is rescued, contained or not: the caller may skip
         the parse."""
         return min(self._rescue_from, self._rescue_contained_from)
+
+    @property
+    def verb_swap_from(self) -> float:
+        """The P from which a verb swap is lifted; 1.0: never."""
+        return self._verb_swap_from
 
     def _rescue_cut(self, contained: bool) -> float:
         return self._rescue_contained_from if contained else self._rescue_from
@@ -168,6 +181,22 @@ class CrossEncoderVerifier:
     async def rescues(self, existing: str, new: str, *, contained: bool = False) -> Verdict:
         p = await self.probability_async(existing, new)
         return self._verdict(p, self._rescue_cut(contained))
+
+    def lifts_verb_swap(self, existing: str, new: str) -> bool:
+        """Whether the model finds a pair whose only veto is a verb swap the same
+        fact at `verb_swap_from` (blocking on a cache miss). The model is asked even
+        for texts `spelled_alike`: "lives" / "loves" is one letter apart."""
+        if self._verb_swap_from >= 1.0:
+            return False
+        return self._scored(existing, new) >= self._verb_swap_from
+
+    async def lifts_verb_swap_async(self, existing: str, new: str) -> bool:
+        """As `lifts_verb_swap`, with a cache miss scored in a worker thread."""
+        if self._verb_swap_from >= 1.0:
+            return False
+        cached = self._cache.get((existing, new))
+        p = cached if cached is not None else await asyncio.to_thread(self._scored, existing, new)
+        return p >= self._verb_swap_from
 
     def _verdict(self, p: float, cut: float) -> Verdict:
         same = p >= cut

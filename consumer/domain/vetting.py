@@ -122,7 +122,7 @@ class MatchVetter:
             alignment = None
             if veto is None:
                 alignment = await self._alignment(memory.content, candidate.event.content)
-                veto = alignment.veto if alignment is not None else None
+                veto = await self._alignment_veto(memory, candidate, alignment)
             if veto is None:
                 veto = await self._verifier_veto(memory, candidate, match.score)
             if veto is None:
@@ -171,7 +171,7 @@ class MatchVetter:
             if p < self._cross_encoder.lowest_rescue_cut:
                 return None
             alignment = await self._alignment(memory.content, candidate.event.content)
-            if alignment is not None and alignment.veto is not None:
+            if await self._alignment_veto(memory, candidate, alignment) is not None:
                 return None
             contained = rescue_contained(
                 alignment, memory.content, candidate.event.content, guards=self._guards
@@ -298,6 +298,22 @@ class MatchVetter:
             return None
         verdict = await self._verifier.verify(memory.content, candidate.event.content, similarity)
         return verdict.veto()
+
+    async def _alignment_veto(
+        self, memory: MemoryRecord, candidate: Candidate, alignment: Alignment | None
+    ) -> GuardVeto | None:
+        """The alignment's veto, unless it is a verb swap the cross-encoder lifts
+        (`Alignment.verb_swap`)."""
+        if alignment is None or alignment.veto is None:
+            return None
+        lifted = (
+            alignment.verb_swap
+            and self._cross_encoder is not None
+            and await self._cross_encoder.lifts_verb_swap_async(
+                memory.content, candidate.event.content
+            )
+        )
+        return None if lifted else alignment.veto
 
     async def _cross_encoder_veto(
         self, memory: MemoryRecord, candidate: Candidate, alignment: Alignment | None

@@ -70,6 +70,7 @@ class CrossEncoderInfo:
     reworded_below: float
     rescue_from: float
     rescue_threshold: float
+    verb_swap_from: float
 
     @classmethod
     def read(cls, directory: Path = DEFAULT_MODEL_DIR) -> CrossEncoderInfo:
@@ -85,6 +86,7 @@ class CrossEncoderInfo:
             reworded_below=float(document["reworded_below"]),
             rescue_from=float(document["rescue_from"]),
             rescue_threshold=float(document["rescue_threshold"]),
+            verb_swap_from=float(document["verb_swap_from"]),
         )
 
     def file_sha256(self) -> str:
@@ -174,6 +176,7 @@ def build_cross_encoder(
         rescue_contained_from=settings.rescue_contained_from,
         rescue_threshold=settings.rescue_threshold,
         reworded_below=settings.reworded_below,
+        verb_swap_from=settings.verb_swap_from,
         duration_ms=round((time.perf_counter() - started) * 1000, 1),
     )
     return CrossEncoderVerifier(
@@ -182,6 +185,7 @@ def build_cross_encoder(
         rescue_from=settings.rescue_from,
         reworded_below=settings.reworded_below,
         rescue_contained_from=settings.rescue_contained_from,
+        verb_swap_from=settings.verb_swap_from,
     )
 
 

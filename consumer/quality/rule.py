@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from consumer.domain.alignment import PairAligner
+from consumer.domain.alignment import Alignment, PairAligner
 from consumer.domain.cross_verifier import CrossEncoderVerifier
 from consumer.domain.lifting import guards_after_parse
 from consumer.domain.normalize import content_hash, normalize_content
@@ -59,6 +59,24 @@ def is_exact(existing: str, new: str) -> bool:
     return content_hash(normalize_content(existing)) == content_hash(normalize_content(new))
 
 
+def alignment_veto(
+    existing: str,
+    new: str,
+    alignment: Alignment,
+    cross_encoder: CrossEncoderVerifier | None,
+) -> GuardVeto | None:
+    """The alignment's veto, unless it is a verb swap the cross-encoder lifts, as
+    `MatchVetter._alignment_veto` asks it."""
+    if alignment.veto is None:
+        return None
+    lifted = (
+        alignment.verb_swap
+        and cross_encoder is not None
+        and cross_encoder.lifts_verb_swap(existing, new)
+    )
+    return None if lifted else alignment.veto
+
+
 def pair_veto(
     existing: str,
     new: str,
@@ -78,7 +96,7 @@ def pair_veto(
     veto = guards_after_parse(existing, new, aligner) if guards else None
     alignment = aligner.check(existing, new) if veto is None and aligner is not None else None
     if alignment is not None:
-        veto = alignment.veto
+        veto = alignment_veto(existing, new, alignment, cross_encoder)
     if veto is None and verifier is not None:
         veto = verifier.judge(existing, new, similarity).veto()
     vouched = alignment is not None and alignment.vouches_for_amounts
@@ -165,7 +183,7 @@ def rescues(
     if cross_encoder.probability(existing, new) < cross_encoder.lowest_rescue_cut:
         return False  # as `MatchVetter._rescued`: no parse needed
     alignment = aligner.check(existing, new) if aligner is not None else None
-    if alignment is not None and alignment.veto is not None:
+    if alignment is not None and alignment_veto(existing, new, alignment, cross_encoder):
         return False
     contained = rescue_contained(alignment, existing, new, guards=guards)
     return cross_encoder.judge_rescue(existing, new, contained=contained).same_fact

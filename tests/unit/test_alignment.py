@@ -1044,3 +1044,42 @@ def test_prime_parses_the_memories_without_their_subject_again_in_one_batch() ->
     for note in notes:
         assert aligner.parsed(note) == one_at_a_time.parsed(note)
     assert [aligner.parsed(n).subject_supplied for n in notes] == [True, True, True, False]
+
+
+@pytest.mark.parametrize(
+    ("existing", "new", "verb_swap"),
+    [
+        # One verb for another, told alike, every other word matched: the
+        # cross-encoder may lift it (a synonym or another act: the parse cannot tell).
+        ("Amara works at Zalando.", "Amara is employed by Zalando.", True),
+        ("Kofi joined the data team in March.", "Kofi left the data team in March.", True),
+        # Another tense, another name beside the verb, a noun for a noun: never.
+        ("Amara works at Zalando.", "Amara was employed by Zalando.", False),
+        ("Amara works at Zalando.", "Amara is employed by Otto.", False),
+        ("Kofi drives a Honda.", "Kofi sold the Honda.", False),
+        ("User's dentist is in Ghent.", "User's dentist is in Bruges.", False),
+        (
+            "Partner Sam picks up the kids from school",
+            "Partner Sam drops the kids off at school",
+            False,
+        ),
+    ],
+)
+def test_a_verb_swap_alone_is_marked_for_the_cross_encoder(
+    aligner: PairAligner, existing: str, new: str, verb_swap: bool
+) -> None:
+    alignment = aligner.check(existing, new)
+    assert kind_of(aligner, existing, new) == "value_change"
+    assert alignment.verb_swap is verb_swap
+    # The veto itself is what it was: without the cross-encoder it keeps the pair apart.
+    assert alignment.veto is not None
+    assert not alignment.equivalent
+
+
+def test_a_verb_swap_beside_another_change_is_not_marked(aligner: PairAligner) -> None:
+    # The swap alone could be lifted; "she" / "he" (checked after the words) cannot.
+    alignment = aligner.check("She works at Zalando.", "He is employed by Zalando.")
+    assert alignment.veto is not None
+    assert alignment.veto.detail == "value_change: 'work' vs 'employ' (ROOT)"
+    assert not alignment.verb_swap
+    assert aligner.check("She works at Zalando.", "She is employed by Zalando.").verb_swap

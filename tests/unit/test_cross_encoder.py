@@ -56,6 +56,7 @@ def cross(p: float) -> CrossEncoderVerifier:
         rescue_from=defaults.rescue_from,
         reworded_below=defaults.reworded_below,
         rescue_contained_from=defaults.rescue_contained_from,
+        verb_swap_from=defaults.verb_swap_from,
     )
 
 
@@ -123,6 +124,32 @@ def test_a_reworded_pair_needs_better_than_even_odds() -> None:
     assert strict.reworded_below == 0.6
     plain = CrossEncoderVerifier(FakeScorer(), veto_below=0.07, rescue_from=0.7)
     assert plain.reworded_below == 0.07
+
+
+def test_a_verb_swap_is_lifted_from_its_cut_by_the_model_alone() -> None:
+    assert cross(0.95).lifts_verb_swap("a", "b")
+    assert not cross(0.94).lifts_verb_swap("a", "b")
+    # Texts spelled alike are still asked ("teaches" / "reaches"), unlike the veto.
+    pair = ("Kofi teaches the kids.", "Kofi reaches the kids.")
+    verifier = CrossEncoderVerifier(
+        FakeScorer({pair: 0.3}), veto_below=0.2, rescue_from=0.7, verb_swap_from=0.9
+    )
+    assert verifier.probability(*pair) == 1.0
+    assert not verifier.lifts_verb_swap(*pair)
+    # 1.0 (the default of the class) lifts nothing, whatever the model says.
+    never = CrossEncoderVerifier(ConstantScorer(1.0), veto_below=0.2, rescue_from=0.7)
+    assert never.verb_swap_from == 1.0
+    assert not never.lifts_verb_swap("a", "b")
+    with pytest.raises(ValueError, match="verb_swap_from"):
+        CrossEncoderVerifier(FakeScorer(), veto_below=0.2, rescue_from=0.7, verb_swap_from=1.5)
+
+
+async def test_the_async_lift_agrees_and_uses_the_cache() -> None:
+    scorer = FakeScorer({("a", "b"): 0.96})
+    verifier = CrossEncoderVerifier(scorer, veto_below=0.2, rescue_from=0.7, verb_swap_from=0.95)
+    assert await verifier.lifts_verb_swap_async("a", "b")
+    assert verifier.lifts_verb_swap("a", "b")
+    assert scorer.calls == [[("a", "b")]]
 
 
 # The bands ------------------------------------------------------------------------
@@ -341,6 +368,68 @@ def test_a_verb_is_no_abbreviation_of_another(aligner: PairAligner) -> None:
     assert not alignment.contained
 
 
+WORKS = "Amara works at Zalando."
+EMPLOYED = "Amara is employed by Zalando."  # one verb for another, all else matched
+SWAP_VETO = "value_change: 'work' vs 'employ' (ROOT)"
+
+
+@pytest.mark.parametrize(
+    ("similarity", "p", "decision", "threshold"),
+    [
+        (0.85, 0.95, Decision.MERGED, 0.80),
+        (0.95, 0.99, Decision.MERGED, 0.80),  # merged, not skipped: the words differ
+        (0.60, 0.95, Decision.MERGED, 0.47),  # rescued
+        (0.85, 0.94, Decision.ACCEPTED, None),
+        (0.60, 0.94, Decision.ACCEPTED, None),  # above the rescue cut, not the lift's
+    ],
+)
+async def test_a_verb_swap_is_merged_only_where_the_cross_encoder_is_nearly_sure(
+    store: MemoryStore,
+    embedder: FakeEmbedder,
+    aligner: PairAligner,
+    similarity: float,
+    p: float,
+    decision: Decision,
+    threshold: float | None,
+) -> None:
+    assert aligner.check(WORKS, EMPLOYED).verb_swap
+    outcome = await decide_after_stored(
+        store, embedder, EMPLOYED, similarity, cross(p), stored=WORKS, aligner=aligner
+    )
+    assert (outcome.decision, outcome.threshold) == (decision, threshold)
+    if decision is Decision.ACCEPTED and similarity >= 0.80:
+        assert outcome.guard is not None
+        assert outcome.guard.veto.guard is GuardName.ALIGNMENT
+        assert outcome.guard.veto.detail == SWAP_VETO
+    decided = decide_pair(
+        WORKS, EMPLOYED, similarity, RESCUE_BANDS, aligner=aligner, cross_encoder=cross(p)
+    )
+    assert (decided.decision, decided.threshold) == (decision, threshold)
+
+
+async def test_without_the_cross_encoder_a_verb_swap_stays_a_changed_value(
+    store: MemoryStore, embedder: FakeEmbedder, aligner: PairAligner
+) -> None:
+    outcome = await decide_after_stored(
+        store, embedder, EMPLOYED, 0.95, None, stored=WORKS, aligner=aligner
+    )
+    assert outcome.decision is Decision.ACCEPTED
+    assert outcome.guard is not None
+    assert outcome.guard.veto.detail == SWAP_VETO
+
+
+async def test_a_changed_name_beside_the_verb_is_never_lifted(
+    store: MemoryStore, embedder: FakeEmbedder, aligner: PairAligner
+) -> None:
+    other_employer = "Amara is employed by Otto."
+    outcome = await decide_after_stored(
+        store, embedder, other_employer, 0.85, cross(1.0), stored=WORKS, aligner=aligner
+    )
+    assert outcome.decision is Decision.ACCEPTED
+    assert outcome.guard is not None
+    assert outcome.guard.veto.guard is GuardName.ALIGNMENT
+
+
 # The quality tools' rule -------------------------------------------------------------
 
 
@@ -373,6 +462,7 @@ def test_settings_default_on_with_the_dev_split_thresholds() -> None:
     info = CrossEncoderInfo.read()
     assert (info.veto_below, info.rescue_from, info.rescue_threshold) == (0.2, 0.70, 0.47)
     assert info.reworded_below == settings.reworded_below
+    assert info.verb_swap_from == settings.verb_swap_from == 0.95
 
 
 def test_off_means_no_rescue_band(monkeypatch: pytest.MonkeyPatch) -> None:
