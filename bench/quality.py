@@ -68,7 +68,7 @@ from consumer.domain.alignment import PairAligner  # noqa: E402
 from consumer.domain.cross_verifier import CrossEncoderVerifier  # noqa: E402
 from consumer.domain.thresholds import Bands  # noqa: E402
 from consumer.domain.verifier import LocalVerifier, build_verifier  # noqa: E402
-from consumer.embedding.cross_encoder import OnnxPairScorer  # noqa: E402
+from consumer.embedding.cross_encoder import build_cross_encoder  # noqa: E402
 from consumer.quality.calibrate import GRID, pair_facts  # noqa: E402
 from consumer.quality.evaluate import embed_similarities, policy_from_settings  # noqa: E402
 from consumer.quality.metrics import Confusion  # noqa: E402
@@ -557,18 +557,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if verifier is not None and not isinstance(verifier, LocalVerifier):
         print("dedup.verifier is an LLM: the benchmark measures its local fallback")
         verifier = verifier.fallback
-    cross_encoder = None
-    ce_settings = settings.dedup.cross_encoder
-    if ce_settings.enabled:
-        # A cache that holds every pair of a set: each is decided more than once.
-        cross_encoder = CrossEncoderVerifier(
-            OnnxPairScorer.load(),
-            veto_below=ce_settings.veto_below,
-            rescue_from=ce_settings.rescue_from,
-            rescue_contained_from=ce_settings.rescue_contained_from,
-            reworded_below=ce_settings.reworded_below,
-            cache_size=1_000_000,
-        )
+    # A cache that holds every pair of a set: each is decided more than once.
+    cross_encoder = build_cross_encoder(settings.dedup.cross_encoder, cache_size=1_000_000)
     results = [
         evaluate_set(name, pairs, scores[name], bands, verifier, aligner, cross_encoder)
         for name, pairs in sets.items()

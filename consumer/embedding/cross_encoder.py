@@ -161,10 +161,15 @@ def score_batch(
 
 
 def build_cross_encoder(
-    settings: CrossEncoderSettings, scorer: OnnxPairScorer | None = None
+    settings: CrossEncoderSettings,
+    scorer: OnnxPairScorer | None = None,
+    *,
+    cache_size: int | None = None,
 ) -> CrossEncoderVerifier | None:
     """Blocking: the cross-encoder verifier `dedup.cross_encoder` asks for, with
-    the shipped model unless `scorer` is given; None when it is off."""
+    the shipped model unless `scorer` is given, caching `cache_size` pairs (the
+    verifier's default unless given); None when it is off. Every cut comes from
+    `settings`: build it here, not by hand."""
     if not settings.enabled:
         return None
     started = time.perf_counter()
@@ -186,6 +191,7 @@ def build_cross_encoder(
         reworded_below=settings.reworded_below,
         rescue_contained_from=settings.rescue_contained_from,
         verb_swap_from=settings.verb_swap_from,
+        **({} if cache_size is None else {"cache_size": cache_size}),
     )
 
 

@@ -17,7 +17,7 @@ from consumer.domain.models import Outcome
 from consumer.domain.recent import RecentCache
 from consumer.domain.thresholds import Bands, ThresholdPolicy, lowest_band
 from consumer.domain.vetoes import GuardName
-from consumer.embedding.cross_encoder import CrossEncoderInfo, OnnxPairScorer
+from consumer.embedding.cross_encoder import CrossEncoderInfo, OnnxPairScorer, build_cross_encoder
 from consumer.ports import MemoryStore
 from consumer.quality.evaluate import policy_from_settings
 from consumer.quality.rule import decide_pair
@@ -483,6 +483,27 @@ def test_off_means_no_rescue_band(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="module")
 def scorer() -> OnnxPairScorer:
     return OnnxPairScorer.load()
+
+
+def test_the_verifier_built_from_settings_has_every_cut(scorer: OnnxPairScorer) -> None:
+    settings = CrossEncoderSettings(
+        veto_below=0.1,
+        rescue_from=0.8,
+        rescue_contained_from=0.3,
+        reworded_below=0.6,
+        verb_swap_from=0.9,
+    )
+    built = build_cross_encoder(settings, scorer, cache_size=2)
+    assert built is not None
+    cuts = (
+        built.veto_below,
+        built.rescue_from,
+        built.rescue_contained_from,
+        built.reworded_below,
+        built.verb_swap_from,
+    )
+    assert cuts == (0.1, 0.8, 0.3, 0.6, 0.9)
+    assert build_cross_encoder(CrossEncoderSettings(enabled=False), scorer) is None
 
 
 def test_the_shipped_model_is_the_one_its_metadata_names() -> None:
