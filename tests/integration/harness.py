@@ -331,6 +331,32 @@ def only(decisions: dict[str, list[dict[str, Any]]], event_id: str) -> dict[str,
     return copies[0]
 
 
+def assert_folded(
+    decisions: dict[str, list[dict[str, Any]]],
+    event_id: str,
+    *,
+    into: str,
+    outcomes: tuple[str, ...] = ("merged",),
+) -> None:
+    """`event_id` was folded into the memory `into` made (merged by default)."""
+    body = only(decisions, event_id)
+    assert body["decision"] in outcomes, (event_id, body["reason"])
+    assert body["memory_id"] == only(decisions, into)["memory_id"]
+
+
+def assert_kept_apart(
+    decisions: dict[str, list[dict[str, Any]]], event_id: str, *, from_: str, guard: str
+) -> dict[str, Any]:
+    """`event_id` was accepted as a memory of its own, kept apart from the memory
+    `from_` made by `guard`'s veto, which downstream learns as related; its decision."""
+    body = only(decisions, event_id)
+    assert body["decision"] == "accepted", (event_id, body["reason"])
+    assert body["memory_id"] != only(decisions, from_)["memory_id"]
+    assert body["guard"]["name"] == guard
+    assert body["related"][0]["memory_id"] == only(decisions, from_)["memory_id"]
+    return body
+
+
 # One fact per tier and scope: stored first, then repeated, paraphrased, varied.
 TIERS_BASE = [
     event("e1", "User prefers Python for backend work", importance=0.4, topics=["code"]),

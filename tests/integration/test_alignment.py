@@ -12,6 +12,8 @@ import pytest
 
 from consumer.settings import DEFAULT_DUPLICATE_THRESHOLD
 from tests.integration.harness import (
+    assert_folded,
+    assert_kept_apart,
     decide_after_stored,
     event,
     make_settings,
@@ -115,27 +117,6 @@ async def test_rearranged_words_merge_only_when_the_parse_finds_every_role_kept(
     else:
         assert_kept_apart(decisions, "m1", from_="r1", guard="word_order")
     assert_kept_apart(decisions, "t1", from_="r2", guard="word_order")
-
-
-def assert_folded(
-    decisions: dict[str, list[dict[str, Any]]],
-    event_id: str,
-    *,
-    into: str,
-    outcomes: tuple[str, ...] = ("merged",),
-) -> None:
-    body = only(decisions, event_id)
-    assert body["decision"] in outcomes, (event_id, body["reason"])
-    assert body["memory_id"] == only(decisions, into)["memory_id"]
-
-
-def assert_kept_apart(
-    decisions: dict[str, list[dict[str, Any]]], event_id: str, *, from_: str, guard: str
-) -> None:
-    body = only(decisions, event_id)
-    assert body["decision"] == "accepted", (event_id, body["reason"])
-    assert body["guard"]["name"] == guard
-    assert body["related"][0]["memory_id"] == only(decisions, from_)["memory_id"]
 
 
 NOTES_STORED = [

@@ -11,7 +11,14 @@ from typing import Any
 
 import pytest
 
-from tests.integration.harness import decide_after_stored, event, make_settings, only
+from tests.integration.harness import (
+    assert_folded,
+    assert_kept_apart,
+    decide_after_stored,
+    event,
+    make_settings,
+    only,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -32,12 +39,8 @@ async def decide(settings: Any, embedder: Any) -> dict[str, list[dict[str, Any]]
 
 
 def assert_a_changed_value(decisions: dict[str, list[dict[str, Any]]], new: str, old: str) -> None:
-    body = only(decisions, new)
-    assert body["decision"] == "accepted", body
-    assert body["memory_id"] != only(decisions, old)["memory_id"]
-    assert body["guard"]["name"] == "alignment"
+    body = assert_kept_apart(decisions, new, from_=old, guard="alignment")
     assert body["guard"]["detail"].startswith("value_change")
-    assert body["related"][0]["memory_id"] == only(decisions, old)["memory_id"]
     assert body["related"][0]["kind"] == "value_change"
 
 
@@ -47,10 +50,8 @@ async def test_a_synonym_is_merged_and_another_act_kept_apart(
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
     decisions = await decide(settings, real_embedder)
 
-    merged = only(decisions, "p1")
-    assert merged["decision"] == "merged", merged
-    assert merged["memory_id"] == only(decisions, "s1")["memory_id"]
-    assert merged["related"] == []
+    assert_folded(decisions, "p1", into="s1")
+    assert only(decisions, "p1")["related"] == []
 
     assert_a_changed_value(decisions, "p2", "s2")
 
