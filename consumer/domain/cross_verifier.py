@@ -185,7 +185,7 @@ class CrossEncoderVerifier:
     def lifts_verb_swap(self, existing: str, new: str) -> bool:
         """Whether the model finds a pair whose only veto is a verb swap the same
         fact at `verb_swap_from` (blocking on a cache miss). The model is asked even
-        for texts `spelled_alike`: "lives" / "loves" is one letter apart."""
+        for texts `spelled_alike`: "teaches" / "reaches" is one letter apart."""
         if self._verb_swap_from >= 1.0:
             return False
         return self._scored(existing, new) >= self._verb_swap_from

@@ -36,6 +36,7 @@ from consumer.domain.models import (
     Candidate,
     CheckRun,
     GuardHit,
+    LostRace,
     Outcome,
     ScoredMemory,
     SimilarityQuery,
@@ -209,9 +210,7 @@ class DedupEngine:
             plan.outcomes.append(await self._decide_one(partition, candidate, cached, state))
         return plan
 
-    async def concurrent_winners(
-        self, partition: int, plan: BatchPlan
-    ) -> list[tuple[Outcome, ScoredMemory]]:
+    async def concurrent_winners(self, partition: int, plan: BatchPlan) -> list[LostRace]:
         """After a plan is stored: accepted memories that an equal memory, stored
         concurrently by another consumer, beats. The earlier memory wins (creation
         time, then id), so both consumers reach the same verdict. Only a store
@@ -225,7 +224,7 @@ class DedupEngine:
             for o in accepted
         ]
         found = await self._store.search(partition, queries)
-        losers: list[tuple[Outcome, ScoredMemory]] = []
+        losers: list[LostRace] = []
         for outcome, neighbours in zip(accepted, found, strict=True):
             mine = outcome.memory
             bands = self._policy.bands_for(mine.namespace)
@@ -237,16 +236,19 @@ class DedupEngine:
                 other = match.read()
                 if (other.created_at, other.memory_id) >= (mine.created_at, mine.memory_id):
                     continue
-                if await self._vetter.kept_apart(other, outcome.candidate, match.score):
+                decision, threshold = await self._vetter.race_decision(
+                    other, outcome.candidate, match.score, bands
+                )
+                if decision is Decision.ACCEPTED:
                     continue
-                losers.append((outcome, match))
+                losers.append(LostRace(outcome, match, decision, threshold))
                 break
         return losers
 
-    def yield_to(self, outcome: Outcome, winner: ScoredMemory) -> Outcome:
-        """The decision an accepted event gets when it lost a race to `winner`."""
+    def yield_to(self, lost: LostRace) -> Outcome:
+        """The decision an accepted event gets when it lost a race to `lost.winner`."""
+        outcome, winner, decision = lost.outcome, lost.winner, lost.decision
         bands = self._policy.bands_for(outcome.candidate.event.namespace)
-        decision, threshold = bands.classify(winner.score)
         memory = winner.read()
         policy: MergePolicy | None = None
         fallback: MergePolicy | None = None
@@ -268,7 +270,7 @@ class DedupEngine:
             reason=DecisionReason.SEMANTIC,
             memory=memory,
             similarity=winner.score,
-            threshold=threshold,
+            threshold=lost.threshold,
             superseded_memory_id=outcome.memory.memory_id,
             merge_policy=policy,
             merge_fallback=fallback,

@@ -250,3 +250,14 @@ class BatchPlan:
         if memory.memory_id not in self.writes:
             self.seen_only.add(memory.memory_id)
         self.writes[memory.memory_id] = memory
+
+
+@dataclass(frozen=True, slots=True)
+class LostRace:
+    """An accepted outcome that a memory stored concurrently beats, and what it
+    becomes against that memory (skipped or merged; `MatchVetter.race_decision`)."""
+
+    outcome: Outcome
+    winner: ScoredMemory
+    decision: Decision
+    threshold: float | None

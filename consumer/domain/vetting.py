@@ -187,20 +187,29 @@ class MatchVetter:
             return match, decision, threshold, alignment
         return None
 
-    async def kept_apart(
-        self, memory: MemoryRecord, candidate: Candidate, similarity: float
-    ) -> bool:
-        """Whether a guard, the alignment or the verifier keeps `candidate` apart
-        from `memory` (for a race between consumers; a reviewer's separation is
-        not asked)."""
+    async def race_decision(
+        self, memory: MemoryRecord, candidate: Candidate, similarity: float, bands: Bands
+    ) -> tuple[Decision, float | None]:
+        """The decision `candidate` takes against `memory` at `similarity`, as
+        `first_allowed` decides a band match (for a race between consumers; a
+        reviewer's separation is not asked): accepted when a guard, the alignment
+        (but a verb swap the cross-encoder lifts), the verifier or the
+        cross-encoder keeps them apart, or the namespace keeps a detail apart;
+        skipped only for texts that align word for word, else merged."""
+        decision, threshold = bands.classify(similarity)
+        if decision is Decision.ACCEPTED:
+            return decision, None
         if await self._guard_veto(memory.content, candidate.event.content):
-            return True
+            return Decision.ACCEPTED, None
         alignment = await self._alignment(memory.content, candidate.event.content)
-        if alignment is not None and alignment.veto is not None:
-            return True
-        if await self._verifier_veto(memory, candidate, similarity) is not None:
-            return True
-        return await self._cross_encoder_veto(memory, candidate, alignment) is not None
+        vetoed = (
+            await self._alignment_veto(memory, candidate, alignment) is not None
+            or await self._verifier_veto(memory, candidate, similarity) is not None
+            or await self._cross_encoder_veto(memory, candidate, alignment) is not None
+        )
+        if vetoed:
+            return Decision.ACCEPTED, None
+        return decided_after_alignment(bands, decision, threshold, alignment)
 
     async def prime(self, candidates: Sequence[Candidate], state: BatchState) -> None:
         """Parse, in one batch, the texts of the pairs the alignment will most

@@ -422,8 +422,9 @@ class BatchProcessor:
         if not losers:
             return {}
         replaced: list[Outcome] = []
-        for outcome, winner in losers:
-            corrected = self._engine.yield_to(outcome, winner)
+        for lost in losers:
+            outcome = lost.outcome
+            corrected = self._engine.yield_to(lost)
             plan.outcomes[plan.outcomes.index(outcome)] = corrected
             plan.writes.pop(outcome.memory.memory_id, None)
             replaced.append(corrected)
@@ -431,7 +432,7 @@ class BatchProcessor:
                 "concurrent_duplicate_resolved",
                 event_id=outcome.candidate.event.event_id,
                 removed_memory_id=outcome.memory.memory_id,
-                winner_memory_id=winner.memory_id,
+                winner_memory_id=lost.winner.memory_id,
                 decision=corrected.decision.value,
             )
         records, payloads = decision_records(replaced, self._model_id)
