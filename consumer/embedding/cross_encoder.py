@@ -86,7 +86,8 @@ class CrossEncoderInfo:
             reworded_below=float(document["reworded_below"]),
             rescue_from=float(document["rescue_from"]),
             rescue_threshold=float(document["rescue_threshold"]),
-            verb_swap_from=float(document["verb_swap_from"]),
+            # Chosen after the other cuts: metadata written before names none.
+            verb_swap_from=float(document.get("verb_swap_from", 1.0)),
         )
 
     def file_sha256(self) -> str:

@@ -4,7 +4,9 @@ the engine and in the quality tools' rule, its settings, and the shipped model."
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +19,12 @@ from consumer.domain.models import Outcome
 from consumer.domain.recent import RecentCache
 from consumer.domain.thresholds import Bands, ThresholdPolicy, lowest_band
 from consumer.domain.vetoes import GuardName
-from consumer.embedding.cross_encoder import CrossEncoderInfo, OnnxPairScorer, build_cross_encoder
+from consumer.embedding.cross_encoder import (
+    DEFAULT_MODEL_DIR,
+    CrossEncoderInfo,
+    OnnxPairScorer,
+    build_cross_encoder,
+)
 from consumer.ports import MemoryStore
 from consumer.quality.evaluate import policy_from_settings
 from consumer.quality.rule import decide_pair
@@ -510,6 +517,15 @@ def test_the_shipped_model_is_the_one_its_metadata_names() -> None:
     info = CrossEncoderInfo.read()
     assert hashlib.sha256(info.model_file.read_bytes()).hexdigest() == info.model_sha256
     assert info.max_length == 96
+
+
+def test_metadata_that_names_no_verb_swap_cut_lifts_nothing(tmp_path: Path) -> None:
+    shipped = json.loads((DEFAULT_MODEL_DIR / "model.json").read_text(encoding="utf-8"))
+    del shipped["verb_swap_from"]
+    (tmp_path / "model.json").write_text(json.dumps(shipped), encoding="utf-8")
+    info = CrossEncoderInfo.read(tmp_path)
+    assert info.verb_swap_from == 1.0
+    assert info.veto_below == CrossEncoderInfo.read().veto_below
 
 
 def test_the_shipped_model_tells_a_paraphrase_from_a_changed_value(
