@@ -146,12 +146,17 @@ _AND_A_HALF_RE: Final = re.compile(
     rf"(?![\w])",
     re.IGNORECASE,
 )
+# "every second Sunday" / "every second week": an ordinal, not a rate of one second.
+_CALENDAR_AFTER: Final = (
+    r"\s+(?:mon|tue|wed|thu|fri|sat|sun|day|week|fortnight|month|quarter|year)\w*"
+)
 # The same, with the rates: an amount after "every", "each" or "per" ("every 12
 # months"), and a rate of one unit: "every year", "each week", "per hour", "a
 # day" (as in "twice a day"), "daily". Slower, so read only when needed.
 _RATED_RE: Final = re.compile(
     rf"(?<![\w.,])(?:(?P<rate>every|each|per)\s+)?{_AMOUNT}"
     rf"|(?<![\w.,])(?:every|each|per|an?)\s+(?P<one>{_UNIT_NAMES})(?![\w])"
+    rf"(?!(?<=second){_CALENDAR_AFTER})"
     rf"|(?<![\w.,-])(?P<adverb>{'|'.join(_RATE_ADVERBS)})(?![\w])",
     re.IGNORECASE,
 )
@@ -322,7 +327,7 @@ _PERIOD_NAMES: Final = "|".join(sorted(map(re.escape, _PERIODS), key=len, revers
 _COUNT: Final = rf"(?P<num>{_NUMBER})|(?P<word>{_WORD_NUMBER})"
 # Ordered: a count per period ("3 times a week", "5x/week", "twice a year"), an
 # amount per period ("$38/month", "$40 per month", "40 EUR a month"), a period
-# with "every" ("every 6 months", "every other week"), an adverb ("quarterly").
+# with "every" ("every 6 months", "every other" or "second week"), an adverb ("quarterly").
 _FREQUENCY_RE: Final = re.compile(
     rf"(?<![\w.,])(?:(?:{_COUNT})\s*(?:x|\u00d7|times)|(?P<times>once|twice|thrice))"
     rf"\s*(?:(?:a|an|per|each|every|/)\s*(?P<per_count>{_PERIOD_NAMES})"
@@ -330,7 +335,7 @@ _FREQUENCY_RE: Final = re.compile(
     rf"|(?<![\w.,])(?P<amount>(?:[$€£]\s?)?(?P<value>{_NUMBER})(?P<kilo>[kK])?"
     rf"(?:\s?(?:[A-Z]{{3}}|dollars?|euros?|pounds?|bucks))?)"
     rf"\s*(?:/|\s(?:a|an|per|each)\s)\s*(?P<per_amount>{_PERIOD_NAMES})(?![\w])"
-    rf"|(?<![\w.,-])every\s+(?:(?P<other>other)|(?P<every_num>{_NUMBER})|(?P<every_word>"
+    rf"|(?<![\w.,-])every\s+(?:(?P<other>other|second)|(?P<every_num>{_NUMBER})|(?P<every_word>"
     rf"{_WORD_NUMBER}))?\s*(?P<per_every>{_PERIOD_NAMES})(?![\w])"
     rf"|(?<![\w.,-])(?P<adverb>{'|'.join(_PERIOD_ADVERBS)})(?![\w])",
     re.IGNORECASE,

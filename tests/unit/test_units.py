@@ -96,6 +96,10 @@ def test_amounts_in_base_units(text: str, bases: list[str]) -> None:
         ("The visa lasts two and a half years.", "The visa lasts 30 months."),
         ("Water the ferns every 2 weeks.", "Water the ferns fortnightly."),
         ("The domain renews every twelve months.", "The domain renews annually."),
+        # "every second" before a weekday or a period is every other one; alone, a unit.
+        ("Team retro every second week", "Team retro fortnightly"),
+        ("Dinner at Gran's every second Sunday", "Fortnightly Sunday dinner at Gran's"),
+        ("The probe pings the server every second.", "The probe pings the server once a second."),
         # Rates with the same numbers on both sides stay equal as before.
         ("User runs 5 km a day.", "User runs 5 km daily."),
         ("User swims twice a week.", "User swims 2 times per week."),
@@ -115,6 +119,8 @@ def test_equal_amounts_in_other_forms_pass(existing: str, new: str) -> None:
         ("The ferry ride takes 40 minutes.", "The ferry ride takes 40 hours."),
         ("The trail is 5 km long.", "The trail is 5 m long."),
         ("Choir practice is every Tuesday.", "Choir practice is every other Tuesday."),
+        ("Choir practice is every Tuesday.", "Choir practice is every second Tuesday."),
+        ("The probe pings the server every second.", "The probe pings the server every minute."),
         ("The lease ends on 2027-03-04.", "The lease ends on 2027-04-03."),
         ("The sauna session lasts half an hour.", "The sauna session lasts 3 hours."),
         ("Nadia runs 5 km every morning.", "Nadia runs 5 miles every morning."),

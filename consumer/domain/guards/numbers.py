@@ -528,7 +528,7 @@ def _word_quantities(words: Sequence[str]) -> list[str]:
     for i, low in enumerate(lows):
         prev = lows[i - 1] if i else ""
         nxt = lows[i + 1] if i + 1 < len(lows) else ""
-        if low in _UNITS and not _not_a_number(low, prev, last):
+        if low in _UNITS and not _not_a_number(low, prev, nxt, last):
             if last == "unit":
                 flush()  # "two three" is two numbers
             current += _UNITS[low]
@@ -664,10 +664,12 @@ def _half_of_a_thing(lows: Sequence[str], i: int) -> bool:
     return thing not in _SCALES and not is_unit_word(thing)
 
 
-def _not_a_number(low: str, prev: str, last: str) -> bool:
-    """Tell "a second", "at first", "no one", "every one" from numbers."""
+def _not_a_number(low: str, prev: str, nxt: str, last: str) -> bool:
+    """Tell "a second", "every second" (but "every second week"), "at first",
+    "no one", "every one" from numbers."""
     if low == "second":
-        return prev in _NOT_ORDINAL_BEFORE_SECOND or prev == _SENTINEL or bool(last)
+        every_second = prev == "every" and not _is_period(nxt)
+        return prev in _NOT_ORDINAL_BEFORE_SECOND or prev == _SENTINEL or bool(last) or every_second
     if low == "first":
         return prev == "at"
     if low == "one":
