@@ -116,17 +116,9 @@ class MatchVetter:
             if decision is Decision.ACCEPTED:
                 break
             memory = match.read()
-            veto = self._reviewed_veto(candidate, memory) or await self._guard_veto(
-                memory.content, candidate.event.content
-            )
-            alignment = None
+            veto, alignment = self._reviewed_veto(candidate, memory), None
             if veto is None:
-                alignment = await self._alignment(memory.content, candidate.event.content)
-                veto = await self._alignment_veto(memory, candidate, alignment)
-            if veto is None:
-                veto = await self._verifier_veto(memory, candidate, match.score)
-            if veto is None:
-                veto = await self._cross_encoder_veto(memory, candidate, alignment)
+                veto, alignment = await self._band_veto(memory, candidate, match.score)
             if veto is None:
                 decision, threshold = decided_after_alignment(bands, decision, threshold, alignment)
                 if decision is Decision.ACCEPTED:  # kept apart by the namespace
@@ -199,17 +191,27 @@ class MatchVetter:
         decision, threshold = bands.classify(similarity)
         if decision is Decision.ACCEPTED:
             return decision, None
-        if await self._guard_veto(memory.content, candidate.event.content):
-            return Decision.ACCEPTED, None
-        alignment = await self._alignment(memory.content, candidate.event.content)
-        vetoed = (
-            await self._alignment_veto(memory, candidate, alignment) is not None
-            or await self._verifier_veto(memory, candidate, similarity) is not None
-            or await self._cross_encoder_veto(memory, candidate, alignment) is not None
-        )
-        if vetoed:
+        veto, alignment = await self._band_veto(memory, candidate, similarity)
+        if veto is not None:
             return Decision.ACCEPTED, None
         return decided_after_alignment(bands, decision, threshold, alignment)
+
+    async def _band_veto(
+        self, memory: MemoryRecord, candidate: Candidate, similarity: float
+    ) -> tuple[GuardVeto | None, Alignment | None]:
+        """The first veto of a band match, in order: the guards, the alignment (but
+        a verb swap the cross-encoder lifts), the verifier, the cross-encoder; and
+        the alignment, where it was read (not after a guard's veto)."""
+        veto = await self._guard_veto(memory.content, candidate.event.content)
+        if veto is not None:
+            return veto, None
+        alignment = await self._alignment(memory.content, candidate.event.content)
+        veto = (
+            await self._alignment_veto(memory, candidate, alignment)
+            or await self._verifier_veto(memory, candidate, similarity)
+            or await self._cross_encoder_veto(memory, candidate, alignment)
+        )
+        return veto, alignment
 
     async def prime(self, candidates: Sequence[Candidate], state: BatchState) -> None:
         """Parse, in one batch, the texts of the pairs the alignment will most
