@@ -3,14 +3,13 @@ computed, not asserted on: timings belong to the benchmark)."""
 
 from __future__ import annotations
 
-import itertools
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from consumer.quality.pairs import split_of
+from tests.pair_rows import pair_rows
 from tests.scripts import import_script
 
 pytestmark = pytest.mark.integration
@@ -21,22 +20,8 @@ def _bench() -> Any:
 
 
 def _write(path: Path, rows: list[tuple[str, str, str]]) -> Path:
-    names = (f"g{i}" for i in itertools.count())
-    lines = []
-    for existing, new, split in rows:
-        group = next(g for g in names if split_of(g) == split)
-        lines.append(
-            json.dumps(
-                {
-                    "existing": existing,
-                    "new": new,
-                    "label": "duplicate",
-                    "split": split,
-                    "group": group,
-                }
-            )
-        )
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    pairs = [(existing, new, "duplicate", split) for existing, new, split in rows]
+    path.write_text("\n".join(json.dumps(r) for r in pair_rows(pairs)) + "\n", encoding="utf-8")
     return path
 
 

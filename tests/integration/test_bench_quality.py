@@ -4,7 +4,6 @@ prints is computed, nothing asserts on their values here)."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import subprocess
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from consumer.quality.pairs import split_of
+from tests.pair_rows import pair_rows
 
 pytestmark = pytest.mark.integration
 
@@ -41,11 +40,7 @@ PAIRS = [
 def test_quality_bench_reports_every_set(tmp_path: Path) -> None:
     memory = tmp_path / "memory"
     memory.mkdir()
-    names = (f"g{i}" for i in itertools.count())
-    rows = []
-    for e, n, label, split in PAIRS:
-        group = next(g for g in names if split_of(g) == split)  # a split is fixed by its group
-        rows.append({"existing": e, "new": n, "label": label, "split": split, "group": group})
+    rows = pair_rows(PAIRS)
     # Two files, each with a test pair: each file's test split is reported too.
     (memory / "pairs.jsonl").write_text("\n".join(json.dumps(r) for r in rows[:5]) + "\n")
     (memory / "more.jsonl").write_text("\n".join(json.dumps(r) for r in rows[5:]) + "\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,23 +31,19 @@ from consumer.quality.calibration_report import (
     yaml_snippet,
 )
 from consumer.quality.metrics import Confusion
-from consumer.quality.pairs import LabelledPair, split_of
+from consumer.quality.pairs import LabelledPair
 from consumer.settings import DedupSettings
+from tests.pair_rows import groups_in
 
 BANDS = Bands(duplicate_threshold=0.96, merge_threshold=0.84)
 POLICY = ThresholdPolicy(default=BANDS)
-
-
-def _groups(split: str) -> Iterator[str]:
-    """Group names that `split_of` puts in `split`."""
-    return (g for g in (f"g{i}" for i in itertools.count()) if split_of(g) == split)
 
 
 def _pairs(
     split: str | None, rows: list[tuple[bool, float]], namespace: str | None = "ns", tag: str = ""
 ) -> tuple[list[LabelledPair], list[float]]:
     """One group per pair (in `split`), with the given label and similarity."""
-    names = _groups(split) if split is not None else iter(itertools.repeat(None))
+    names = groups_in(split) if split is not None else iter(itertools.repeat(None))
     pairs: list[LabelledPair] = []
     for i, ((duplicate, _), group) in enumerate(zip(rows, names, strict=False)):
         pairs.append(
@@ -272,7 +268,7 @@ def test_no_distinct_pair_to_fail_precision_is_refused() -> None:
 
 def test_pairs_take_their_groups_split_and_pairs_without_either_are_left_out() -> None:
     pairs, sims = _split_file()
-    test_group = next(_groups("test"))
+    test_group = next(groups_in("test"))
     extra = [
         LabelledPair("late a", "late b", False, "ns", group=test_group),  # no split: test
         LabelledPair("loose a", "loose b", True, "ns"),  # no split, no group: left out
