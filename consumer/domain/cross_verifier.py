@@ -39,10 +39,10 @@ from typing import Final, Protocol
 from consumer.domain.normalize import spelled_alike
 from consumer.domain.verifier import Verdict
 
-__all__ = ["CROSS_ENCODER_SOURCE", "CrossEncoderVerifier", "PairScorer"]
+__all__ = ["CROSS_ENCODER_SOURCE", "SCORE_CACHE_SIZE", "CrossEncoderVerifier", "PairScorer"]
 
 CROSS_ENCODER_SOURCE: Final = "cross-encoder"
-_CACHE_SIZE: Final = 4096
+SCORE_CACHE_SIZE: Final = 4096  # pairs scored, kept by default
 
 
 class PairScorer(Protocol):
@@ -68,7 +68,7 @@ class CrossEncoderVerifier:
         reworded_below: float | None = None,
         rescue_contained_from: float | None = None,
         verb_swap_from: float = 1.0,
-        cache_size: int = _CACHE_SIZE,
+        cache_size: int = SCORE_CACHE_SIZE,
     ) -> None:
         reworded_below = veto_below if reworded_below is None else reworded_below
         if rescue_contained_from is None:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import structlog
 
-from consumer.domain.cross_verifier import CrossEncoderVerifier
+from consumer.domain.cross_verifier import SCORE_CACHE_SIZE, CrossEncoderVerifier
 from consumer.domain.normalize import normalize_content
 
 if TYPE_CHECKING:
@@ -165,11 +165,11 @@ def build_cross_encoder(
     settings: CrossEncoderSettings,
     scorer: OnnxPairScorer | None = None,
     *,
-    cache_size: int | None = None,
+    cache_size: int = SCORE_CACHE_SIZE,
 ) -> CrossEncoderVerifier | None:
     """Blocking: the cross-encoder verifier `dedup.cross_encoder` asks for, with
-    the shipped model unless `scorer` is given, caching `cache_size` pairs (the
-    verifier's default unless given); None when it is off. Every cut comes from
+    the shipped model unless `scorer` is given, caching `cache_size` pairs; None
+    when it is off. Every cut comes from
     `settings`: build it here, not by hand."""
     if not settings.enabled:
         return None
@@ -192,7 +192,7 @@ def build_cross_encoder(
         reworded_below=settings.reworded_below,
         rescue_contained_from=settings.rescue_contained_from,
         verb_swap_from=settings.verb_swap_from,
-        **({} if cache_size is None else {"cache_size": cache_size}),
+        cache_size=cache_size,
     )
 
 
