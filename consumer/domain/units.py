@@ -2,7 +2,8 @@
 written in other units compare equal: "8 weeks" / "56 days", "2 km" / "2,000 m",
 "500 MB" / "0.5 GB", "half an hour" / "30 minutes", "five years" / "60 months",
 "0.3 seconds" / "300 ms", "three quarters of an hour" / "45 minutes", "a year
-and a half" / "18 months", "26.2 miles" / "42.1648 km"; and the currencies
+and a half" / "18 months", "26.2 miles" / "42.1648 km", "2-3 weeks" / "14 to 21
+days" (a rising range's unit counts its first number too); and the currencies
 amounts are in ("$95" / "95 dollars", "40k EUR" / "€40,000").
 
 The numbers guard (consumer.domain.guards) compares the quantities of two texts
@@ -11,6 +12,9 @@ plain value as the guard canonicalises it and the same amount in the base unit,
 and the rates of one unit without a number ("every year", "a week", "daily").
 Only conversions that are exact are listed (a month is not a number of days).
 `currencies` names the currencies written next to a number.
+
+One module because the amounts, their rates and the currencies are read from
+the same text with one table of unit names and one number pattern.
 """
 
 from __future__ import annotations
@@ -250,6 +254,32 @@ def _amount(match: re.Match[str]) -> UnitAmount | None:
     return UnitAmount(plain, _base(value, key), rate)
 
 
+# The first number of a range whose unit follows the second only ("2-3 weeks",
+# "14 to 21 days", "between two and three hours"): the unit counts it too.
+_RANGE_START_RE: Final = re.compile(
+    rf"(?<![\w.,])(?:between\s+)?(?:(?P<num>{_NUMBER})|(?P<word>{_WORD_NUMBER}))"
+    rf"\s*(?:-|\u2013|\u2014|to|or|and)\s*$",
+    re.IGNORECASE,
+)
+
+
+def _with_range_start(text: str, match: re.Match[str], amount: UnitAmount) -> list[UnitAmount]:
+    """`amount`, and before it the first number of its range, in the same unit,
+    when the range rises ("2-3 weeks": 14 and 21 days; not the score "6-2 h")."""
+    end = _written_value(match)
+    if end is None:
+        return [amount]
+    before = _RANGE_START_RE.search(text, max(0, match.start() - 40), match.start())
+    start = _written_value(before) if before is not None else None
+    key = _unit_key(match.group("unit"))
+    if start is None or key is None or start[0] >= end[0] or before is None:
+        return [amount]
+    joined = before.group(0).lower()
+    if " and" in joined and not joined.startswith("between"):
+        return [amount]  # "two cats and 3 hours": no range
+    return [UnitAmount(start[1], _base(start[0], key), amount.rate), amount]
+
+
 def _and_a_half(text: str) -> tuple[list[UnitAmount], list[tuple[int, int]]]:
     """The amounts "and a half" in `text` ("a year and a half" = 18 months) and
     where they stand (no other amount is read there)."""
@@ -289,7 +319,7 @@ def read_units(text: str) -> UnitReading:
         else:
             amount = _amount(match)
             if amount is not None:
-                found.append(amount)
+                found += _with_range_start(text, match, amount)
     return UnitReading(tuple(found), tuple(rates))
 
 
@@ -305,8 +335,12 @@ def unit_amounts(text: str) -> list[UnitAmount]:
     low = text.lower()
     pattern = _AMOUNT_RE if "half" in low or "quarter" in low else _WHOLE_AMOUNT_RE
     halves, spans = _and_a_half(text)
-    found = (_amount(m) for m in pattern.finditer(text) if not spans or _outside(m, spans))
-    return halves + [amount for amount in found if amount is not None]
+    found: list[UnitAmount] = []
+    for match in pattern.finditer(text):
+        amount = _amount(match) if not spans or _outside(match, spans) else None
+        if amount is not None:
+            found += _with_range_start(text, match, amount)
+    return halves + found
 
 
 # --- frequencies ---

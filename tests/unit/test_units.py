@@ -103,6 +103,21 @@ def test_amounts_in_base_units(text: str, bases: list[str]) -> None:
         # Rates with the same numbers on both sides stay equal as before.
         ("User runs 5 km a day.", "User runs 5 km daily."),
         ("User swims twice a week.", "User swims 2 times per week."),
+        # A range's unit counts its first number too.
+        (
+            "Brightline pays invoices 2-3 weeks late.",
+            "Brightline pays invoices 14 to 21 days late.",
+        ),
+        ("The repair takes two or three hours.", "The repair takes 120 to 180 minutes."),
+        ("Jet lag lasts between 2 and 3 days.", "Jet lag lasts 48-72 hours."),
+        # A decimal comma, temperatures in the other scale, a weekend's days.
+        ("Oona got a 2.3 in the statistics exam.", "Oona scored 2,3 in the statistics exam."),
+        ("The greenhouse stays at 24°C.", "The greenhouse stays at 75°F."),
+        ("Oona's fever peaked at 38.5 °C.", "Oona's fever peaked at 101.3 degrees Fahrenheit."),
+        ("Oona cycles on weekends.", "Oona cycles on Saturdays and Sundays."),
+        # A spoken clock time ending the text; a weekday abbreviation before a day part.
+        ("Standup is at 9:30.", "Standup is at half past nine."),
+        ("Choir meets on Saturday evenings.", "Choir: Sat evenings, St Mark's hall"),
     ],
 )
 def test_equal_amounts_in_other_forms_pass(existing: str, new: str) -> None:
@@ -120,6 +135,18 @@ def test_equal_amounts_in_other_forms_pass(existing: str, new: str) -> None:
         ("The trail is 5 km long.", "The trail is 5 m long."),
         ("Choir practice is every Tuesday.", "Choir practice is every other Tuesday."),
         ("Choir practice is every Tuesday.", "Choir practice is every second Tuesday."),
+        # The same forms with another value.
+        (
+            "Brightline pays invoices 2-3 weeks late.",
+            "Brightline pays invoices 14 to 28 days late.",
+        ),
+        ("Brightline pays invoices 2-3 weeks late.", "Brightline pays invoices 2-3 days late."),
+        ("Oona got a 2.3 in the statistics exam.", "Oona scored 2,7 in the statistics exam."),
+        ("The greenhouse stays at 24°C.", "The greenhouse stays at 72°F."),
+        ("The freezer runs at -18°C.", "The freezer runs at 64°F."),
+        ("Oona cycles on weekends.", "Oona cycles on Saturdays."),
+        ("Standup is at 9:30.", "Standup is at half past ten."),
+        ("Choir meets on Sunday evenings.", "Choir: Sat evenings, St Mark's hall"),
         ("The probe pings the server every second.", "The probe pings the server every minute."),
         ("The lease ends on 2027-03-04.", "The lease ends on 2027-04-03."),
         ("The sauna session lasts half an hour.", "The sauna session lasts 3 hours."),

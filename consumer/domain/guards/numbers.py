@@ -562,6 +562,12 @@ def _word_quantities(words: Sequence[str]) -> list[str]:
             value = _calendar_word(words, lows, i)
             if value:
                 found.append(value)
+    spoken = _past_or_to(lows, len(lows) - 1) if last and total == 0 else None
+    if spoken is not None and 0 < current <= 12:
+        # "... at half past ten": the hour ends the text, with no word after it.
+        shift, minute = spoken
+        found.append(_clock((current + shift - 1) % 12 + 1, minute))
+        current, last = 0, ""
     flush()
     return found
 
@@ -744,7 +750,13 @@ def _numbers_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
     are equal to their plain forms; so are a percentage and its fraction
     ("40%" / "0.4", "50%" / "half", "25%" / "a quarter"), "4.0" and "4", a
     grouped identifier and its digits ("4471-2290-8813" / "447122908813"),
-    "second-year" / "2nd-year", "½" / "0.5", and a lower-case "nov" beside a number.
+    "second-year" / "2nd-year", "½" / "0.5", and a lower-case "nov" beside a number;
+    a decimal comma is the same decimal with a point ("1,7" / "1.7"), a
+    temperature in degrees Celsius the one in Fahrenheit it rounds to as written
+    ("19°C" / "66°F"), "weekends" Saturdays and Sundays, a capitalised "Sat"
+    before a part of the day Saturday ("Sat mornings"), and a spoken clock time
+    ending the text is read ("at half past ten" = "10:30"). A range's unit counts
+    its first number too ("2-3 weeks" = "14 to 21 days"; consumer.domain.units).
     """
     return (
         _amounts_veto(qa, qb)
@@ -920,6 +932,12 @@ def _written_another_way(one: _Quantities, other: _Quantities) -> bool:
         return False
     if _percent_as_fraction(one, other, only_one, only_other):
         return True
+    if _decimal_comma(one, only_one, only_other):
+        return True
+    if _converted_degrees(one, other, only_one, only_other):
+        return True
+    if only_one == {"weekend"} and only_other == _WEEKEND:
+        return True  # "on weekends" / "on Saturdays and Sundays"
     if _label_written_apart(only_one, only_other, other.text):
         return True
     if only_one == {"50"} and not only_other:
@@ -933,6 +951,70 @@ def _written_another_way(one: _Quantities, other: _Quantities) -> bool:
     if not only_one:
         return _abbreviated_calendar_names(only_other, one.text)
     return _unmarked_degrees(only_one, only_other, other.text)
+
+
+_WEEKEND: Final = frozenset({"saturday", "sunday"})
+# A decimal comma ("1,7", "12,50"): one or two digits after it, so never a
+# thousands separator ("1,500") nor a list ("1,2,3").
+_DECIMAL_COMMA_RE: Final = re.compile(r"(?<![\d.,])(\d+),(\d{1,2})(?![\d,])")
+
+
+def _decimal_comma(one: _Quantities, only_one: frozenset[str], only_other: frozenset[str]) -> bool:
+    """Whether each of `only_other` is a decimal ("1.7") that `one` writes with a
+    decimal comma ("1,7", which the reader splits into 1 and 7), and `only_one`
+    holds only the parts of those."""
+    written = {
+        _canonical_digit_token(f"{whole}.{part}"): (whole, part)
+        for whole, part in _DECIMAL_COMMA_RE.findall(one.text)
+    }
+    parts: set[str] = set()
+    for value in only_other:
+        pieces = written.get(value)
+        if pieces is None:
+            return False
+        parts.update(_canonical_digit_token(piece) for piece in pieces)
+    return bool(only_other) and only_one <= parts
+
+
+_DEGREES: Final = r"(?<![\d.])(-?\d+(?:\.\d+)?)\s?(?:°\s?|degrees?\s+)"
+_CELSIUS_RE: Final = re.compile(rf"{_DEGREES}(?:C|Celsius|centigrade)\b", re.IGNORECASE)
+_FAHRENHEIT_RE: Final = re.compile(rf"{_DEGREES}(?:F|Fahrenheit)\b", re.IGNORECASE)
+
+
+def _converted_degrees(
+    celsius: _Quantities,
+    fahrenheit: _Quantities,
+    only_celsius: frozenset[str],
+    only_fahrenheit: frozenset[str],
+) -> bool:
+    """Whether the numbers that differ are temperatures `celsius` gives in degrees
+    Celsius and `fahrenheit` in degrees Fahrenheit, each one the other converted
+    and rounded as written ("19°C" / "66°F": 66.2; not "20°C" / "69°F")."""
+    if not only_celsius or len(only_celsius) != len(only_fahrenheit):
+        return False
+    in_c = {_canonical_digit_token(v): v for v in _CELSIUS_RE.findall(celsius.text)}
+    in_f = {_canonical_digit_token(v): v for v in _FAHRENHEIT_RE.findall(fahrenheit.text)}
+    if not (only_celsius <= in_c.keys() and only_fahrenheit <= in_f.keys()):
+        return False
+    return all(
+        any(_same_temperature(in_c[c], in_f[f]) for f in only_fahrenheit) for c in only_celsius
+    ) and all(
+        any(_same_temperature(in_c[c], in_f[f]) for c in only_celsius) for f in only_fahrenheit
+    )
+
+
+def _same_temperature(celsius: str, fahrenheit: str) -> bool:
+    """Whether one temperature, converted, rounds to the other as that one is
+    written: within half a unit of its last digit."""
+    c, f = float(celsius), float(fahrenheit)
+
+    def half_unit(written: str) -> float:
+        decimals = len(written.partition(".")[2])
+        return 0.5 * 10.0**-decimals + 1e-9
+
+    return abs(c * 9 / 5 + 32 - f) <= half_unit(fahrenheit) or abs(
+        (f - 32) * 5 / 9 - c
+    ) <= half_unit(celsius)
 
 
 _PERCENT_FRACTION_WORDS: Final[dict[str, str]] = {
@@ -1018,17 +1100,19 @@ def _bare_hours(bare: _Quantities, only_bare: frozenset[str], clock: frozenset[s
     return bool(clock) and only_bare <= hours
 
 
+_DAY_PARTS: Final = r"(?:morning|afternoon|evening|night)s?\b"
+
+
 def _abbreviated_calendar_names(names: frozenset[str], text: str) -> bool:
     """Whether each of `names` (weekdays, months) is in `text` as its capitalised
     abbreviation ("Sat", "Jan:"), which the reader, alone, takes for a word."""
     for name in names:
         shorts = _ABBREVIATIONS_OF.get(name, ())
         pattern = "|".join(short.capitalize() for short in shorts)
-        # Standing alone ("Sat,", "Jan:"), not "meets Jan every Monday".
-        if (
-            not pattern
-            or re.search(rf"\b(?:{pattern})\.?(?:[,:;)]|\s[-\u2013\u2014]|$)", text) is None
-        ):
+        # Standing alone ("Sat,", "Jan:") or before a part of the day ("Sat
+        # mornings"), not "meets Jan every Monday".
+        alone = rf"(?:[,:;)]|\s[-\u2013\u2014]|\s{_DAY_PARTS}|$)"
+        if not pattern or re.search(rf"\b(?:{pattern})\.?{alone}", text) is None:
             return False
     return True
 
