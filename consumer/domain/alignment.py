@@ -732,8 +732,14 @@ def _quantified_unit(token: Token) -> bool:
     in canonical units ("8 weeks" = "56 days"), so the alignment leaves it out.
     A unit with no amount ("every week") stays."""
     low = token.lower_
-    if low in _UNIT_LETTERS and token.i > 0 and token.doc[token.i - 1].like_num:
+    before = token.doc[token.i - 1] if token.i > 0 else None
+    if low in _UNIT_LETTERS and before is not None and before.like_num:
         return True  # "0.3 s", "36 h": a unit the numbers guard reads with its amount
+    if low.rstrip(".") in _TEMPERATURE_SCALES or low == "°":
+        # "24 °C", "75 degrees Fahrenheit": the guard converts one scale to the other.
+        return before is not None and (before.like_num or before.lower_ in _DEGREE_WORDS)
+    if low in _DEGREE_WORDS:
+        return before is not None and before.like_num
     if low in _FRACTION_WORDS:
         return any(
             c.lower_ == "of" and any(_quantified_unit(o) for o in c.children)
@@ -749,6 +755,8 @@ def _quantified_unit(token: Token) -> bool:
 
 _MERIDIEMS: Final = frozenset({"am", "pm", "a.m.", "p.m.", "a.m", "p.m"})
 _UNIT_LETTERS: Final = frozenset({"s", "h", "d"})
+_TEMPERATURE_SCALES: Final = frozenset({"c", "f", "celsius", "fahrenheit", "centigrade"})
+_DEGREE_WORDS: Final = frozenset({"°", "degree", "degrees"})
 
 
 def _is_quantity(token: Token) -> bool:

@@ -712,6 +712,18 @@ def test_the_alignment_vouches_for_amounts_written_otherwise(aligner: PairAligne
     assert not other_words.vouches_for_amounts
 
 
+def test_temperature_scales_are_part_of_their_amount(aligner: PairAligner) -> None:
+    # The numbers guard converts one scale to the other; the alignment leaves the
+    # scale out with its number, as it leaves "weeks" / "days" out.
+    for new in ("The greenhouse stays at 75°F.", "The greenhouse stays at 75 degrees Fahrenheit."):
+        converted = aligner.check("The greenhouse stays at 24°C.", new)
+        assert converted.veto is None
+        assert converted.vouches_for_amounts
+    # A "C" or an "F" that is no scale stays a word.
+    grade = aligner.check("Oona got a C in chemistry.", "Oona got an F in chemistry.")
+    assert grade.veto is not None
+
+
 def test_numbers_in_another_order_are_not_equivalent(aligner: PairAligner) -> None:
     # The numbers guard compares sets: a skip needs the numbers in the same order.
     swapped = aligner.check(
