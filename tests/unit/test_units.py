@@ -118,6 +118,12 @@ def test_amounts_in_base_units(text: str, bases: list[str]) -> None:
         # A spoken clock time ending the text; a weekday abbreviation before a day part.
         ("Standup is at 9:30.", "Standup is at half past nine."),
         ("Choir meets on Saturday evenings.", "Choir: Sat evenings, St Mark's hall"),
+        # "first" closing its clause is "beforehand", no number.
+        (
+            "Oona wants the summary first, then the details.",
+            "Oona wants the summary before the details.",
+        ),
+        ("Plans should be run past Kofi first.", "Plans should be run past Kofi beforehand."),
     ],
 )
 def test_equal_amounts_in_other_forms_pass(existing: str, new: str) -> None:
@@ -147,6 +153,10 @@ def test_equal_amounts_in_other_forms_pass(existing: str, new: str) -> None:
         ("Oona cycles on weekends.", "Oona cycles on Saturdays."),
         ("Standup is at 9:30.", "Standup is at half past ten."),
         ("Choir meets on Sunday evenings.", "Choir: Sat evenings, St Mark's hall"),
+        # A "first" that ranks stays a number.
+        ("Kofi finished first.", "Kofi finished."),
+        ("Kofi came first in the relay.", "Kofi came in the relay."),
+        ("Kofi is the first engineer on the team.", "Kofi is an engineer on the team."),
         ("The probe pings the server every second.", "The probe pings the server every minute."),
         ("The lease ends on 2027-03-04.", "The lease ends on 2027-04-03."),
         ("The sauna session lasts half an hour.", "The sauna session lasts 3 hours."),

@@ -938,6 +938,8 @@ def _written_another_way(one: _Quantities, other: _Quantities) -> bool:
         return True
     if only_one == {"weekend"} and only_other == _WEEKEND:
         return True  # "on weekends" / "on Saturdays and Sundays"
+    if only_one == {"1"} and not only_other and _first_as_adverb(one.text):
+        return True  # "show the example first" / "... before the explanation"
     if _label_written_apart(only_one, only_other, other.text):
         return True
     if only_one == {"50"} and not only_other:
@@ -1148,6 +1150,25 @@ def _rates_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
 
 
 _ORDINAL_ONE_RE: Final = re.compile(r"(?<!\bat )\b(?:first|1st)\b", re.IGNORECASE)
+
+
+_FIRST_RE: Final = re.compile(r"\b(\w+)(\s+)first\b(?=\s*(?:[,.;:!?)]|$|then\b))", re.I)
+# Words after which a closing "first" ranks ("finished first", "came first").
+_RANKED_BY: Final = frozenset(
+    {"the", "finished", "finish", "came", "come", "placed", "place", "ranked", "was", "is",
+     "were", "are", "be", "been", "go", "goes", "went", "in"}
+)  # fmt: skip
+
+
+def _first_as_adverb(text: str) -> bool:
+    """Whether the text's only 1 is a "first" that closes its clause as an
+    adverb, "beforehand" ("discuss it with her first", "show the example first,
+    then ..."), not a rank ("Kofi finished first") nor beside another one."""
+    if re.search(r"\b(?:1|one|1st)\b", text, re.IGNORECASE):
+        return False
+    found = list(re.finditer(r"\bfirst\b", text, re.IGNORECASE))
+    closing = [m for m in _FIRST_RE.finditer(text) if m.group(1).lower() not in _RANKED_BY]
+    return bool(found) and len(closing) == len(found)
 
 
 def _ordinal_one(text: str) -> bool:
