@@ -125,11 +125,11 @@ def _word_value(words: str) -> Fraction:
 
 _NUMBER: Final = r"\d+(?:,\d{3})*(?:\.\d+)?"
 _UNIT_NAMES: Final = "|".join(sorted(map(re.escape, _UNITS), key=len, reverse=True))
-# An amount: "2 km", "2,000m", "10-kilometre", "two weeks", "half an hour",
+# An amount: "2 km", "2,000m", "10-kilometre", "two weeks", "half an hour", "a half-hour",
 # "1.5 GB", "a quarter of an hour", "three quarters of an hour". Not "a week":
 # in "twice a week" it is a rate, not an amount.
 _AMOUNT: Final = (
-    rf"(?:(?P<half>half)\s+(?:of\s+)?an?\s+"
+    rf"(?:(?P<half>half)(?:\s+(?:of\s+)?an?\s+|[\s-]+)"
     rf"|(?:(?P<quarters>{'|'.join(_QUARTERS)})\s+)?quarters?\s+of\s+an?\s+"
     rf"|(?P<num>{_NUMBER})|(?P<word>{_WORD_NUMBER}))"
     rf"(?:\s*-\s*|\s*)(?P<unit>{_UNIT_NAMES})(?![\w])"
@@ -232,6 +232,14 @@ def _written_value(match: re.Match[str]) -> tuple[Fraction, str] | None:
     return value, _plain(value)
 
 
+# "a half-hour", "a half mile": half a unit with no article between.
+_HALF_BEFORE_UNIT_RE: Final = re.compile(r"half[\s-]+(?!of\b|an?\b)", re.IGNORECASE)
+
+
+def _units_of_day(key: str) -> bool:
+    return _UNITS[key] == _UNITS["day"]
+
+
 def _amount(match: re.Match[str]) -> UnitAmount | None:
     """The amount an `_AMOUNT` match holds, or None when it holds none."""
     key = _unit_key(match.group("unit"))
@@ -243,6 +251,8 @@ def _amount(match: re.Match[str]) -> UnitAmount | None:
         return None
     written = _written_value(match)
     if match.re is not _WHOLE_AMOUNT_RE and match.group("half") is not None:
+        if _units_of_day(key) and _HALF_BEFORE_UNIT_RE.match(match.group(0)):
+            return None  # "a half day" off work is no 12 hours; "half a day" is
         value, plain = Fraction(1, 2), ""
     elif written is not None:
         value, plain = written

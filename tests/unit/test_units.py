@@ -118,6 +118,9 @@ def test_amounts_in_base_units(text: str, bases: list[str]) -> None:
         # A spoken clock time ending the text; a weekday abbreviation before a day part.
         ("Standup is at 9:30.", "Standup is at half past nine."),
         ("Choir meets on Saturday evenings.", "Choir: Sat evenings, St Mark's hall"),
+        # Half a unit with no article: "a half-hour", "a half mile".
+        ("Oona takes a 30-min walk after lunch.", "Oona takes a half-hour walk after lunch."),
+        ("Oona signed a half-year lease.", "Oona signed a 6-month lease."),
         # "first" closing its clause is "beforehand", no number.
         (
             "Oona wants the summary first, then the details.",
@@ -153,6 +156,9 @@ def test_equal_amounts_in_other_forms_pass(existing: str, new: str) -> None:
         ("Oona cycles on weekends.", "Oona cycles on Saturdays."),
         ("Standup is at 9:30.", "Standup is at half past ten."),
         ("Choir meets on Sunday evenings.", "Choir: Sat evenings, St Mark's hall"),
+        ("Oona takes a half-hour walk after lunch.", "Oona takes a 45-minute walk after lunch."),
+        # A half day off work is no 12 hours.
+        ("Oona takes a half day off on Fridays.", "Oona takes 12 hours off on Fridays."),
         # A "first" that ranks stays a number.
         ("Kofi finished first.", "Kofi finished."),
         ("Kofi came first in the relay.", "Kofi came in the relay."),

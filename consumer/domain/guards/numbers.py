@@ -124,7 +124,7 @@ _NOT_ORDINAL_BEFORE_SECOND: Final = frozenset({"a", "per", "each", "split"})
 _URL_HINT_RE: Final = re.compile(r"https?://|www\.", re.IGNORECASE)
 # Amounts with no digit or number word: "half an hour", "an hour and a half".
 _UNIT_HINT_RE: Final = re.compile(
-    r"\b(?:half|quarters?)\s+(?:of\s+)?an?\s|\band\s+a\s+half\b", re.IGNORECASE
+    r"\b(?:half|quarters?)\s+(?:of\s+)?an?\s|\bhalf[\s-]\w|\band\s+a\s+half\b", re.IGNORECASE
 )
 _HAS_DIGIT_RE: Final = re.compile(r"\d")
 # Every word the word-level pass could turn into a quantity; when none occurs it is skipped.
