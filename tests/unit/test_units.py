@@ -118,6 +118,9 @@ def test_amounts_in_base_units(text: str, bases: list[str]) -> None:
         # A spoken clock time ending the text; a weekday abbreviation before a day part.
         ("Standup is at 9:30.", "Standup is at half past nine."),
         ("Choir meets on Saturday evenings.", "Choir: Sat evenings, St Mark's hall"),
+        # A date with a year whose day and month either order allows.
+        ("Oona's visa expires on 3/4/2027.", "Oona's visa expires on 4 March 2027."),
+        ("Oona's visa expires on 3/4/2027.", "Oona's visa expires on April 3, 2027."),
         # Half a unit with no article: "a half-hour", "a half mile".
         ("Oona takes a 30-min walk after lunch.", "Oona takes a half-hour walk after lunch."),
         ("Oona signed a half-year lease.", "Oona signed a 6-month lease."),
@@ -157,6 +160,8 @@ def test_equal_amounts_in_other_forms_pass(existing: str, new: str) -> None:
         ("Standup is at 9:30.", "Standup is at half past ten."),
         ("Choir meets on Sunday evenings.", "Choir: Sat evenings, St Mark's hall"),
         ("Oona takes a half-hour walk after lunch.", "Oona takes a 45-minute walk after lunch."),
+        ("Oona's visa expires on 3/4/2027.", "Oona's visa expires on 5 March 2027."),
+        ("Oona's visa expires on 3/4/2027.", "Oona's visa expires on 4 March 2028."),
         # A half day off work is no 12 hours.
         ("Oona takes a half day off on Fridays.", "Oona takes 12 hours off on Fridays."),
         # A "first" that ranks stays a number.

@@ -756,7 +756,9 @@ def _numbers_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
     ("19°C" / "66°F"), "weekends" Saturdays and Sundays, a capitalised "Sat"
     before a part of the day Saturday ("Sat mornings"), and a spoken clock time
     ending the text is read ("at half past ten" = "10:30"). A range's unit counts
-    its first number too ("2-3 weeks" = "14 to 21 days"; consumer.domain.units).
+    its first number too ("2-3 weeks" = "14 to 21 days"; consumer.domain.units),
+    and a date with a year that either order of day and month allows is equal to
+    either written out ("3/4/1990" / "4 March 1990" or "3 April 1990").
     """
     return (
         _amounts_veto(qa, qb)
@@ -843,6 +845,8 @@ def _amounts_veto(qa: _Quantities, qb: _Quantities) -> GuardVeto | None:
         return None  # "a 10 km loop" / "a 10K loop"
     if _slash_date_written_out(qa, qb) or _slash_date_written_out(qb, qa):
         return None  # "by 6/30" / "by June 30"
+    if _dated_either_way(qa, qb) or _dated_either_way(qb, qa):
+        return None  # "on 3/4/1990" / "on 4 March 1990"
     if _written_another_way(qa, qb) or _written_another_way(qb, qa):
         return None  # "split 50/50" / "split evenly", "68F" / "68°F", "at 6" / "6 AM"
     detail = f"numbers differ: {_format_values(a - b)} vs {_format_values(b - a)}"
@@ -909,6 +913,32 @@ def _slash_date_written_out(slashed: _Quantities, named: _Quantities) -> bool:
                 explained.add(month)
                 names.add(name)
     return bool(explained) and only_slashed <= explained and only_named <= names
+
+
+_DATED_RE: Final = re.compile(r"(?<![\d/.])(\d{1,2})/(\d{1,2})/(\d{4})(?![\d/])")
+
+
+def _dated_either_way(slashed: _Quantities, named: _Quantities) -> bool:
+    """Whether what only `slashed` has are dates with a year whose day and month
+    either order allows ("3/4/1990", which the reader keeps as one token), each of
+    which `named` writes out in one of those orders ("4 March 1990", "April 3,
+    1990"), and nothing else differs."""
+    only_slashed, only_named = slashed.raw - named.raw, named.raw - slashed.raw
+    if not only_slashed or not only_named:
+        return False
+    explained: set[str] = set()
+    parts: set[str] = set()
+    for match in _DATED_RE.finditer(slashed.text):
+        first, second, year = (str(int(number)) for number in match.groups())
+        token = _canonical_digit_token(match.group(0))
+        if token not in only_slashed or year not in named.raw:
+            continue
+        for month, day in ((first, second), (second, first)):
+            name = _MONTH_NAMES[int(month) - 1] if 1 <= int(month) <= 12 else ""
+            if name in named.raw and _month_day_written(name, day, named.text):
+                explained.add(token)
+                parts.update((year, name, day))
+    return only_slashed <= explained and only_named <= parts
 
 
 _EVEN_SPLIT_RE: Final = re.compile(r"\b50\s?[/-]\s?50\b|\bfifty[- ]fifty\b", re.IGNORECASE)
