@@ -236,13 +236,23 @@ class Alignment:
     # cross-encoder may lift it when it is nearly certain
     # (`dedup.cross_encoder.verb_swap_from`, consumer.domain.vetting).
     verb_swap: bool = False
+    # A negation one text writes as a prefix ("dislikes", "is unhappy") and the
+    # other as a word ("doesn't like", "is not happy"): read as the same negation.
+    negation_rewritten: bool = False
 
     @property
     def skippable(self) -> bool:
         """Equivalent on the texts' own words: a skip drops the new text, so it
-        is never granted on a reading that supplied a subject (such a pair is
-        merged, which keeps both texts)."""
-        return self.equivalent and not self.subject_supplied
+        is never granted on a reading that supplied a subject or a negation
+        written otherwise (such a pair is merged, which keeps both texts)."""
+        return self.equivalent and not self.subject_supplied and not self.negation_rewritten
+
+    @property
+    def vouches(self) -> bool:
+        """Every word matched in its place and only amounts or a negation written
+        in other forms (`vouches_for_amounts`, `negation_rewritten`): the
+        cross-encoder, which reads the words as written, is not asked to doubt them."""
+        return self.equivalent and (self.amounts_rewritten or self.negation_rewritten)
 
     @property
     def detail_added(self) -> bool:
@@ -1246,6 +1256,8 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         b = _contrast_not_negation(b)
     if b.contrast_at >= 0:
         a = _contrast_not_negation(a)
+    b, in_b = _negation_in_prefix(b, a)
+    a, in_a = _negation_in_prefix(a, b)
     matched, left, right = _pairs(a, b)
     veto = per_what or _contrast_swapped(a, b, matched) or _judge(matched, left, right)
     verb_swap = False
@@ -1287,6 +1299,75 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         amounts_rewritten=amounts_rewritten,
         subject_supplied=a.subject_supplied or b.subject_supplied,
         verb_swap=verb_swap,
+        negation_rewritten=in_a or in_b,
+    )
+
+
+# Prefixes that negate a word of this part of speech: "unhappy", "impatient",
+# "dishonest"; on verbs only "dis" ("dislikes", "distrusts"): "un" on a verb
+# undoes ("unpack"), which is no negation.
+_NEGATING_PREFIXES: Final[dict[str, tuple[str, ...]]] = {
+    "ADJ": ("un", "in", "im", "ir", "il", "dis"),
+    "VERB": ("dis",),
+}
+# The verbs "dis" negates; on others it makes another act ("discover", "display",
+# "discount", "disclose").
+_DIS_NEGATES: Final = frozenset(
+    {"like", "agree", "trust", "approve", "obey", "believe", "respect", "allow", "prove",
+     "please", "honor", "honour", "qualify"}
+)  # fmt: skip
+
+
+def _negation_in_prefix(text: AlignedText, other: AlignedText) -> tuple[AlignedText, bool]:
+    """`text` with each word whose negating prefix the other text writes as a
+    negation of the word's stem ("is unhappy" / "is not happy", "dislikes" /
+    "doesn't like") read as that stem, negated where the other text negates it
+    (the word itself, or the copula it completes); and whether any was."""
+    words = list(text.words)
+    changed = False
+    renamed: dict[str, str] = {}
+    for i, word in enumerate(words):
+        if word.negated:
+            continue
+        for prefix in _NEGATING_PREFIXES.get(word.pos, ()):
+            base = word.key.removeprefix(prefix)
+            if base == word.key or len(base) < 3 or any(w.key == base for w in words):
+                continue
+            if word.pos == "VERB" and base not in _DIS_NEGATES:
+                continue
+            partner = next((w for w in other.words if w.key == base and w.pos == word.pos), None)
+            if partner is None:
+                continue
+            if partner.negated:
+                words[i] = replace(word, key=base, text=partner.text, negated=True)
+            else:
+                # The negation sits on the copula the word completes ("is not happy").
+                head = next((w for w in other.words if w.key == partner.head_key), None)
+                mine = next((j for j, w in enumerate(words) if w.key == word.head_key), None)
+                if head is None or not head.negated or mine is None or words[mine].negated:
+                    continue
+                if head.key != words[mine].key:
+                    continue
+                words[i] = replace(word, key=base, text=partner.text)
+                words[mine] = replace(words[mine], negated=True)
+            renamed[word.key] = base
+            changed = True
+            break
+    if not changed:
+        return text, False
+    # What hangs on a renamed word hangs on its stem.
+    words = [_renamed_around(w, renamed) for w in words]
+    return replace(text, words=tuple(words)), True
+
+
+def _renamed_around(word: Word, renamed: dict[str, str]) -> Word:
+    role, anchor = word.place
+    return replace(
+        word,
+        head_key=renamed.get(word.head_key, word.head_key),
+        anchor=renamed.get(word.anchor, word.anchor),
+        phrase=renamed.get(word.phrase, word.phrase),
+        place=(role, renamed.get(anchor, anchor)),
     )
 
 

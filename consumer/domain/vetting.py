@@ -332,10 +332,10 @@ class MatchVetter:
         """The cross-encoder's "different fact" on a band match, as a verifier veto
         whose detail names it (with the stricter cut for a pair the alignment found
         reworded); None when it agrees or is off, or when the alignment vouches
-        that only the amounts are written otherwise (`vouches_for_amounts`)."""
+        that only amounts or a negation are written otherwise (`Alignment.vouches`)."""
         if self._cross_encoder is None:
             return None
-        if alignment is not None and alignment.vouches_for_amounts:
+        if alignment is not None and alignment.vouches:
             return None
         reworded = alignment is not None and alignment.reworded
         verdict = await self._cross_encoder.verify(

@@ -99,7 +99,7 @@ def pair_veto(
         veto = alignment_veto(existing, new, alignment, cross_encoder)
     if veto is None and verifier is not None:
         veto = verifier.judge(existing, new, similarity).veto()
-    vouched = alignment is not None and alignment.vouches_for_amounts
+    vouched = alignment is not None and alignment.vouches
     if veto is None and cross_encoder is not None and not vouched:
         reworded = alignment is not None and alignment.reworded
         veto = cross_encoder.judge(existing, new, similarity, reworded=reworded).veto()

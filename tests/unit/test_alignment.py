@@ -724,6 +724,37 @@ def test_temperature_scales_are_part_of_their_amount(aligner: PairAligner) -> No
     assert grade.veto is not None
 
 
+def test_a_negation_written_as_a_prefix_is_the_same_negation(aligner: PairAligner) -> None:
+    # "dislikes" / "doesn't like", "is unhappy" / "is not happy": every word
+    # matched, the negation on the same word; the alignment vouches for the
+    # pair, as for amounts written otherwise, but never grants a skip.
+    for existing, new in (
+        ("User doesn't like horror movies.", "User dislikes horror movies."),
+        ("Kofi is not happy with the new manager.", "Kofi is unhappy with the new manager."),
+        ("Kofi is not able to attend on Friday.", "Kofi is unable to attend on Friday."),
+    ):
+        for one, other in ((existing, new), (new, existing)):
+            found = aligner.check(one, other)
+            assert found.veto is None, (one, other)
+            assert found.negation_rewritten
+            assert found.vouches
+            assert not found.skippable
+    # Without the negation on the other side the prefix changes the fact.
+    for existing, new in (
+        ("User likes horror movies.", "User dislikes horror movies."),
+        ("Kofi is happy with the new manager.", "Kofi is unhappy with the new manager."),
+    ):
+        assert aligner.check(existing, new).veto is not None
+    # "un" on a verb undoes, and "dis" makes another act of most verbs.
+    for existing, new in (
+        ("User did not pack the bags.", "User unpacked the bags."),
+        ("The policy does not cover dental work.", "The policy discovers dental work."),
+    ):
+        found = aligner.check(existing, new)
+        assert not found.negation_rewritten
+        assert found.veto is not None
+
+
 def test_numbers_in_another_order_are_not_equivalent(aligner: PairAligner) -> None:
     # The numbers guard compares sets: a skip needs the numbers in the same order.
     swapped = aligner.check(

@@ -203,6 +203,10 @@ NUMBERS_PASS = [
 # --- negation / polarity ---
 
 NEGATION_VETO = [
+    # A negating prefix on a word the other text has without it.
+    ("Kofi is happy with the new manager", "Kofi is unhappy with the new manager"),
+    ("User trusts online reviews", "User distrusts online reviews"),
+    ("Kofi is patient with interns", "Kofi is impatient with interns"),
     ("The meeting is on Monday", "The meeting is not on Monday"),
     # ending a thing the other text has is its negation, whatever the other says
     ("Spotify Family plan, $16.99/mo", "Cancelled Spotify Family plan ($16.99/mo)"),
@@ -235,6 +239,10 @@ NEGATION_VETO = [
 ]
 
 NEGATION_PASS = [
+    # The same negation, written as a prefix on one side and as a word on the other.
+    ("Kofi is not happy with the new manager", "Kofi is unhappy with the new manager"),
+    ("User does not trust online reviews", "User distrusts online reviews"),
+    ("Kofi isn't aware of the outage", "Kofi is unaware of the outage"),
     # one contrast written two ways: ", not" and "rather than" / "instead of" / "over"
     ("User goes by Sam, not Samantha.", "User prefers Sam rather than Samantha."),
     ("Wants drafts as PDFs, not Figma links.", "Wants drafts as PDFs instead of Figma links."),

@@ -103,6 +103,7 @@ _ANTONYM_GROUPS: Final[tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]] = (
 )  # fmt: skip
 
 _AGAINST_STEMS: Final = frozenset(_stem(w) for w in _AGAINST_VERBS)
+_POLARITY_STEMS: Final = frozenset(_stem(w) for w in _POLARITY_WORDS)
 
 # stem -> (group, pole): pole 0 or 1 of an antonym group.
 _ANTONYMS: Final[dict[str, tuple[int, int]]] = {
@@ -167,7 +168,10 @@ def _negation_veto(a: _Words, b: _Words) -> GuardVeto | None:
     office") are not seen; "no longer lives in X" /
     "used to live in X" vetoes.
     """
-    ca, cb = len(a.cues), len(b.cues)
+    # "is unhappy" / "is not happy": a negating prefix on a word the other text
+    # has without it counts as a cue.
+    prefixed_a, prefixed_b = _prefix_negations(a, b), _prefix_negations(b, a)
+    ca, cb = len(a.cues) + len(prefixed_a), len(b.cues) + len(prefixed_b)
     # "PDFs, not Figma links" / "PDFs instead of Figma links": one contrast.
     if a.contrast_cues and b.contrasts:
         ca -= a.contrast_cues
@@ -188,10 +192,30 @@ def _negation_veto(a: _Words, b: _Words) -> GuardVeto | None:
         shown = ", ".join("/".join(_ANTONYM_GROUPS[g][p][0] for p in (0, 1)) for g in clashes)
         detail = f"negation differs: antonyms ({shown})"
         return GuardVeto(GuardName.NEGATION, detail[:_MAX_DETAIL])
-    cues_a = ", ".join(a.cues[:4]) or "none"
-    cues_b = ", ".join(b.cues[:4]) or "none"
+    cues_a = ", ".join([*a.cues, *prefixed_a][:4]) or "none"
+    cues_b = ", ".join([*b.cues, *prefixed_b][:4]) or "none"
     detail = f"negation differs: [{cues_a}] vs [{cues_b}]"
     return GuardVeto(GuardName.NEGATION, detail[:_MAX_DETAIL])
+
+
+_NEGATING_PREFIXES: Final = ("un", "in", "im", "ir", "il", "dis")
+
+
+def _prefix_negations(text: _Words, other: _Words) -> list[str]:
+    """Content words of `text` that are a negating prefix on a word `other` has
+    and `text` has not ("unhappy" against "happy", "distrusts" against "trust"),
+    but for those already counted (cues, negative verbs, antonyms)."""
+    found: list[str] = []
+    for stem in sorted(text.polarity_content):
+        if stem in _ANTONYMS or stem in _POLARITY_STEMS or stem in text.cues:
+            continue
+        for prefix in _NEGATING_PREFIXES:
+            base = stem.removeprefix(prefix)
+            known = base in other.polarity_content and base not in text.polarity_content
+            if base != stem and len(base) >= 3 and known:
+                found.append(stem)
+                break
+    return found
 
 
 def _antonym_clashes(a: _Words, b: _Words) -> list[int]:
