@@ -337,9 +337,12 @@ class MatchVetter:
             return None
         if alignment is not None and alignment.vouches:
             return None
-        reworded = alignment is not None and alignment.reworded
         verdict = await self._cross_encoder.verify(
-            memory.content, candidate.event.content, 0.0, reworded=reworded
+            memory.content,
+            candidate.event.content,
+            0.0,
+            reworded=alignment is not None and alignment.reworded,
+            one_sided=alignment is not None and alignment.one_sided,
         )
         return verdict.veto()
 

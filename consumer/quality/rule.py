@@ -102,7 +102,11 @@ def pair_veto(
     vouched = alignment is not None and alignment.vouches
     if veto is None and cross_encoder is not None and not vouched:
         reworded = alignment is not None and alignment.reworded
-        veto = cross_encoder.judge(existing, new, similarity, reworded=reworded).veto()
+        one_sided = alignment is not None and alignment.one_sided
+        verdict = cross_encoder.judge(
+            existing, new, similarity, reworded=reworded, one_sided=one_sided
+        )
+        veto = verdict.veto()
     return veto
 
 
