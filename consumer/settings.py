@@ -139,12 +139,6 @@ class CrossEncoderSettings(BaseModel):
     # act, the model mostly can (chosen on train+dev: docs/quality.md, eighteenth
     # round). 1.0: never lifted.
     verb_swap_from: Unit = 0.95
-    # A match whose alignment leaves words of one text only unmatched (a fact
-    # and more: "Has celiac disease" / "Being tested for celiac disease") is kept
-    # apart unless P(same fact) is at least this: the parse vouches for the words
-    # both have, not for what the others change (chosen on train+dev for the
-    # shipped model: docs/quality.md, nineteenth round). Never below veto_below.
-    one_sided_below: Unit = 0.4
 
 
 class DedupSettings(BandSettings):

@@ -278,14 +278,6 @@ class Alignment:
         return self.equivalent and self.amounts_rewritten
 
     @property
-    def one_sided(self) -> bool:
-        """Words of one text only are left unmatched (a fact and more, a sentence
-        and its note): the parse vouches for the words both have, not for what
-        the extra ones change ("Has celiac disease" / "Being tested for celiac
-        disease")."""
-        return (self.unmatched_existing > 0) != (self.unmatched_new > 0)
-
-    @property
     def reworded(self) -> bool:
         """Words of each text are left unmatched: the alignment cannot vouch that
         nothing changed ("on their balcony" / "in a community garden plot")."""

@@ -68,11 +68,9 @@ class CrossEncoderVerifier:
         reworded_below: float | None = None,
         rescue_contained_from: float | None = None,
         verb_swap_from: float = 1.0,
-        one_sided_below: float | None = None,
         cache_size: int = SCORE_CACHE_SIZE,
     ) -> None:
         reworded_below = veto_below if reworded_below is None else reworded_below
-        one_sided_below = veto_below if one_sided_below is None else one_sided_below
         if rescue_contained_from is None:
             rescue_contained_from = rescue_from
         for name, value in (
@@ -81,7 +79,6 @@ class CrossEncoderVerifier:
             ("reworded_below", reworded_below),
             ("rescue_contained_from", rescue_contained_from),
             ("verb_swap_from", verb_swap_from),
-            ("one_sided_below", one_sided_below),
         ):
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be within 0..1, got {value}")
@@ -91,7 +88,6 @@ class CrossEncoderVerifier:
         self._reworded_below = max(reworded_below, veto_below)
         self._rescue_contained_from = rescue_contained_from
         self._verb_swap_from = verb_swap_from
-        self._one_sided_below = max(one_sided_below, veto_below)
         self._cache: OrderedDict[tuple[str, str], float] = OrderedDict()
         self._cache_size = cache_size
 
@@ -125,14 +121,8 @@ class CrossEncoderVerifier:
     def reworded_below(self) -> float:
         return self._reworded_below
 
-    @property
-    def one_sided_below(self) -> float:
-        return self._one_sided_below
-
-    def _veto_cut(self, reworded: bool, one_sided: bool) -> float:
-        if reworded:
-            return self._reworded_below
-        return self._one_sided_below if one_sided else self._veto_below
+    def _veto_cut(self, reworded: bool) -> float:
+        return self._reworded_below if reworded else self._veto_below
 
     def probability(self, existing: str, new: str) -> float:
         """P(same fact) of one pair (1.0 for texts `spelled_alike`, with no model
@@ -171,31 +161,17 @@ class CrossEncoderVerifier:
         return await asyncio.to_thread(self._scored, existing, new)
 
     def judge(
-        self,
-        existing: str,
-        new: str,
-        similarity: float,
-        *,
-        reworded: bool = False,
-        one_sided: bool = False,
+        self, existing: str, new: str, similarity: float, *, reworded: bool = False
     ) -> Verdict:
         """The veto of a band match: same fact unless P < veto_below (reworded_below
-        for a pair the alignment found `reworded`, one_sided_below for one it found
-        `one_sided`)."""
-        cut = self._veto_cut(reworded, one_sided)
-        return self._verdict(self.probability(existing, new), cut)
+        for a pair the alignment found `reworded`)."""
+        return self._verdict(self.probability(existing, new), self._veto_cut(reworded))
 
     async def verify(
-        self,
-        existing: str,
-        new: str,
-        similarity: float,
-        *,
-        reworded: bool = False,
-        one_sided: bool = False,
+        self, existing: str, new: str, similarity: float, *, reworded: bool = False
     ) -> Verdict:
         p = await self.probability_async(existing, new)
-        return self._verdict(p, self._veto_cut(reworded, one_sided))
+        return self._verdict(p, self._veto_cut(reworded))
 
     def judge_rescue(self, existing: str, new: str, *, contained: bool = False) -> Verdict:
         """Whether a pair below the merge band is the same fact: P >= rescue_from,

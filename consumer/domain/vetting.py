@@ -337,12 +337,9 @@ class MatchVetter:
             return None
         if alignment is not None and alignment.vouches:
             return None
+        reworded = alignment is not None and alignment.reworded
         verdict = await self._cross_encoder.verify(
-            memory.content,
-            candidate.event.content,
-            0.0,
-            reworded=alignment is not None and alignment.reworded,
-            one_sided=alignment is not None and alignment.one_sided,
+            memory.content, candidate.event.content, 0.0, reworded=reworded
         )
         return verdict.veto()
 

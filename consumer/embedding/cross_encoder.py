@@ -71,7 +71,6 @@ class CrossEncoderInfo:
     rescue_from: float
     rescue_threshold: float
     verb_swap_from: float
-    one_sided_below: float
 
     @classmethod
     def read(cls, directory: Path = DEFAULT_MODEL_DIR) -> CrossEncoderInfo:
@@ -89,8 +88,6 @@ class CrossEncoderInfo:
             rescue_threshold=float(document["rescue_threshold"]),
             # Chosen after the other cuts: metadata written before names none.
             verb_swap_from=float(document.get("verb_swap_from", 1.0)),
-            # Metadata written before the cut: the veto's own cut, as before.
-            one_sided_below=float(document.get("one_sided_below", document["veto_below"])),
         )
 
     def file_sha256(self) -> str:
@@ -186,7 +183,6 @@ def build_cross_encoder(
         rescue_threshold=settings.rescue_threshold,
         reworded_below=settings.reworded_below,
         verb_swap_from=settings.verb_swap_from,
-        one_sided_below=settings.one_sided_below,
         duration_ms=round((time.perf_counter() - started) * 1000, 1),
     )
     return CrossEncoderVerifier(
@@ -196,7 +192,6 @@ def build_cross_encoder(
         reworded_below=settings.reworded_below,
         rescue_contained_from=settings.rescue_contained_from,
         verb_swap_from=settings.verb_swap_from,
-        one_sided_below=settings.one_sided_below,
         cache_size=cache_size,
     )
 

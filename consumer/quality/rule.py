@@ -102,11 +102,7 @@ def pair_veto(
     vouched = alignment is not None and alignment.vouches
     if veto is None and cross_encoder is not None and not vouched:
         reworded = alignment is not None and alignment.reworded
-        one_sided = alignment is not None and alignment.one_sided
-        verdict = cross_encoder.judge(
-            existing, new, similarity, reworded=reworded, one_sided=one_sided
-        )
-        veto = verdict.veto()
+        veto = cross_encoder.judge(existing, new, similarity, reworded=reworded).veto()
     return veto
 
 

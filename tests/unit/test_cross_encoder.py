@@ -470,7 +470,6 @@ def test_settings_default_on_with_the_dev_split_thresholds() -> None:
     assert (info.veto_below, info.rescue_from, info.rescue_threshold) == (0.2, 0.70, 0.47)
     assert info.reworded_below == settings.reworded_below
     assert info.verb_swap_from == settings.verb_swap_from == 0.95
-    assert info.one_sided_below == settings.one_sided_below == 0.4
 
 
 def test_off_means_no_rescue_band(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -500,7 +499,6 @@ def test_the_verifier_built_from_settings_has_every_cut(scorer: OnnxPairScorer) 
         rescue_contained_from=0.3,
         reworded_below=0.6,
         verb_swap_from=0.9,
-        one_sided_below=0.5,
     )
     built = build_cross_encoder(settings, scorer, cache_size=2)
     assert built is not None
@@ -510,9 +508,8 @@ def test_the_verifier_built_from_settings_has_every_cut(scorer: OnnxPairScorer) 
         built.rescue_contained_from,
         built.reworded_below,
         built.verb_swap_from,
-        built.one_sided_below,
     )
-    assert cuts == (0.1, 0.8, 0.3, 0.6, 0.9, 0.5)
+    assert cuts == (0.1, 0.8, 0.3, 0.6, 0.9)
     assert build_cross_encoder(CrossEncoderSettings(enabled=False), scorer) is None
 
 
@@ -520,44 +517,6 @@ def test_the_shipped_model_is_the_one_its_metadata_names() -> None:
     info = CrossEncoderInfo.read()
     assert hashlib.sha256(info.model_file.read_bytes()).hexdigest() == info.model_sha256
     assert info.max_length == 96
-
-
-def test_metadata_that_names_no_one_sided_cut_keeps_the_veto_cut(tmp_path: Path) -> None:
-    shipped = json.loads((DEFAULT_MODEL_DIR / "model.json").read_text(encoding="utf-8"))
-    del shipped["one_sided_below"]
-    (tmp_path / "model.json").write_text(json.dumps(shipped), encoding="utf-8")
-    assert CrossEncoderInfo.read(tmp_path).one_sided_below == shipped["veto_below"]
-
-
-def test_the_one_sided_cut_applies_to_one_sided_pairs_only() -> None:
-    pair = ("User has celiac disease", "User is being tested for celiac disease")
-    verifier = CrossEncoderVerifier(
-        FakeScorer({pair: 0.3}),
-        veto_below=0.2,
-        rescue_from=0.7,
-        reworded_below=0.25,
-        one_sided_below=0.4,
-    )
-    assert verifier.judge(*pair, 0.9).same_fact
-    assert not verifier.judge(*pair, 0.9, one_sided=True).same_fact
-    # A reworded pair has its own cut (the two never hold at once for an alignment).
-    assert verifier.judge(*pair, 0.9, reworded=True, one_sided=True).same_fact
-    # Never below the plain veto's cut; unset, it is that cut.
-    low = CrossEncoderVerifier(FakeScorer(), veto_below=0.2, rescue_from=0.7, one_sided_below=0.1)
-    assert low.one_sided_below == 0.2
-    unset = CrossEncoderVerifier(FakeScorer(), veto_below=0.2, rescue_from=0.7)
-    assert unset.one_sided_below == 0.2
-    with pytest.raises(ValueError, match="one_sided_below"):
-        CrossEncoderVerifier(FakeScorer(), veto_below=0.2, rescue_from=0.7, one_sided_below=1.5)
-
-
-async def test_the_one_sided_cut_applies_on_the_async_path() -> None:
-    pair = ("User has celiac disease", "User is being tested for celiac disease")
-    verifier = CrossEncoderVerifier(
-        FakeScorer({pair: 0.3}), veto_below=0.2, rescue_from=0.7, one_sided_below=0.4
-    )
-    assert (await verifier.verify(*pair, 0.9)).same_fact
-    assert not (await verifier.verify(*pair, 0.9, one_sided=True)).same_fact
 
 
 def test_metadata_that_names_no_verb_swap_cut_lifts_nothing(tmp_path: Path) -> None:
