@@ -282,7 +282,7 @@ def _with_range_start(text: str, match: re.Match[str], amount: UnitAmount) -> li
     before = _RANGE_START_RE.search(text, max(0, match.start() - 40), match.start())
     start = _written_value(before) if before is not None else None
     key = _unit_key(match.group("unit"))
-    if start is None or key is None or start[0] >= end[0] or before is None:
+    if before is None or start is None or key is None or start[0] >= end[0]:
         return [amount]
     joined = before.group(0).lower()
     if " and" in joined and not joined.startswith("between"):

@@ -885,6 +885,17 @@ def _kilo_as_km(km: _Quantities, kilo: _Quantities) -> bool:
     return only_km == written and metres <= km.in_units and not kilo.currencies
 
 
+def _orders_written_out(first: str, second: str, named: _Quantities) -> list[tuple[str, str, str]]:
+    """Each order of two numbers, month then day, that `named` writes out as a
+    month name beside that day: (month number, month name, day)."""
+    found: list[tuple[str, str, str]] = []
+    for month, day in ((first, second), (second, first)):
+        name = _MONTH_NAMES[int(month) - 1] if 1 <= int(month) <= 12 else ""
+        if name in named.raw and _month_day_written(name, day, named.text):
+            found.append((month, name, day))
+    return found
+
+
 _SLASH_DATE_RE: Final = re.compile(r"(?<![\d/.])(\d{1,2})/(\d{1,2})(?![\d/])")
 
 
@@ -902,10 +913,7 @@ def _slash_date_written_out(slashed: _Quantities, named: _Quantities) -> bool:
         # Read as the reader wrote it: split ("6/30": 6 and 30) or, where either
         # order is a date, as one token ("10/4": "10-4", October 4 or 10 April).
         joined = f"{first}-{second}" in slashed.raw
-        for month, day in ((first, second), (second, first)):
-            name = _MONTH_NAMES[int(month) - 1] if 1 <= int(month) <= 12 else ""
-            if name not in named.raw or not _month_day_written(name, day, named.text):
-                continue
+        for month, name, day in _orders_written_out(first, second, named):
             if joined:
                 explained.add(f"{first}-{second}")
                 names.update((name, day))
@@ -933,11 +941,9 @@ def _dated_either_way(slashed: _Quantities, named: _Quantities) -> bool:
         token = _canonical_digit_token(match.group(0))
         if token not in only_slashed or year not in named.raw:
             continue
-        for month, day in ((first, second), (second, first)):
-            name = _MONTH_NAMES[int(month) - 1] if 1 <= int(month) <= 12 else ""
-            if name in named.raw and _month_day_written(name, day, named.text):
-                explained.add(token)
-                parts.update((year, name, day))
+        for _, name, day in _orders_written_out(first, second, named):
+            explained.add(token)
+            parts.update((year, name, day))
     return only_slashed <= explained and only_named <= parts
 
 
