@@ -159,9 +159,13 @@ class ShardStore(Protocol):
 
 class MembershipFence(Protocol):
     """Returns while this consumer still belongs to its group's current generation;
-    raises consumer.errors.PartitionsLost once it does not (consumer.state.membership)."""
+    raises consumer.errors.PartitionsLost once it does not (consumer.state.membership).
+    `ensure` comes before a write of shared state and may trust a recent answer;
+    `confirm` comes after it and asks afresh."""
 
     async def ensure(self) -> None: ...
+
+    async def confirm(self) -> None: ...
 
 
 class RecordPublisher(Protocol):

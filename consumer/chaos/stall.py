@@ -32,3 +32,6 @@ class StallSwitch:
             while self._stall_file.exists():
                 time.sleep(0.05)  # noqa: ASYNC251 (blocking on purpose: the stall is the point)
         await self._inner.ensure()
+
+    async def confirm(self) -> None:
+        await self._inner.confirm()

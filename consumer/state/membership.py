@@ -13,13 +13,18 @@ heartbeat of the consumer's own generation, around each such write:
 
 - before it, unless a recent answer still covers it: an evicted consumer
   appends nothing;
-- after it, unless the append finished within that cover: what was appended
-  while the consumer was still a member precedes any new generation, hence any
-  restore by a next owner, so its decisions may be published.
+- after it, always, with the generation the write began in: a member answered
+  once the write has landed was a member while it landed, so the write precedes
+  any new generation, hence any restore by a next owner, and its decisions may
+  be published.
 
 A heartbeat answered at time t keeps the member in the group until t plus the
 session timeout (no eviction without a missed session) and, in a rebalance,
 until it rejoins or the rebalance timeout ends; `lease_s` stays well inside both.
+That holds for Apache Kafka's coordinator, but not for every broker speaking its
+protocol (nor for a member that left the group while its write was on the way),
+so the cover only spares the check before a write: the check after it is what
+decides whether its decisions go out, and it is never taken from a cover.
 """
 
 from __future__ import annotations
@@ -57,6 +62,10 @@ class GroupMembership:
         self._consumer: AIOKafkaConsumer | None = None
         # Monotonic time until which the last answer covers an append.
         self._covered_until = 0.0
+        self._covered_generation: int | None = None
+        # The generation the last check before a write saw: the check after the
+        # write asks for that one, so a rejoin meanwhile is not taken for membership.
+        self._write_generation: int | None = None
         self.confirmations = 0
 
     @classmethod
@@ -68,23 +77,46 @@ class GroupMembership:
         if consumer is not self._consumer:
             self._consumer = consumer
             self._covered_until = 0.0
+            self._write_generation = None
 
     async def ensure(self) -> None:
-        """Return if still a member (now, or covered by a recent answer); raise
-        PartitionsLost if not, MembershipUnknown if the coordinator cannot say."""
-        if self._consumer is None or time.monotonic() < self._covered_until:
+        """Before a write: return if still a member (now, or covered by a recent
+        answer); raise PartitionsLost if not, MembershipUnknown if the coordinator
+        cannot say."""
+        coordinator = self._coordinator()
+        if coordinator is None:
             return
-        await self._confirm(self._consumer)
+        generation = self._write_generation = coordinator.generation
+        if time.monotonic() < self._covered_until and generation == self._covered_generation:
+            return
+        await self._confirm(coordinator, coordinator.generation)
 
-    async def _confirm(self, consumer: AIOKafkaConsumer) -> None:
-        coordinator: Any = getattr(consumer, "_coordinator", None)
+    async def confirm(self) -> None:
+        """After a write: ask the coordinator now (no cover counts) whether this
+        consumer is still a member of the generation the write began in."""
+        coordinator = self._coordinator()
+        if coordinator is None:
+            return
+        generation = coordinator.generation
+        if self._write_generation is not None and generation != self._write_generation:
+            log.warning(
+                "group_generation_moved", during_write=self._write_generation, now=generation
+            )
+            raise PartitionsLost("the group moved to another generation during the write")
+        await self._confirm(coordinator, generation)
+
+    def _coordinator(self) -> Any:
+        coordinator: Any = getattr(self._consumer, "_coordinator", None)
         send = getattr(coordinator, "_send_req", None)
         if coordinator is None or send is None or not hasattr(coordinator, "generation"):
-            # Not in a group (manual assignment), or an aiokafka without these
-            # internals: nothing to ask (tests/unit/test_membership.py pins them).
-            return
+            # Not in a group (unbound, manual assignment), or an aiokafka without
+            # these internals: nothing to ask (tests/unit/test_membership.py pins them).
+            return None
+        return coordinator
+
+    async def _confirm(self, coordinator: Any, generation: int) -> None:
+        send = coordinator._send_req
         member_id = coordinator.member_id
-        generation = coordinator.generation
         if not member_id or generation < 0:
             # aiokafka itself learnt of the eviction and is rejoining.
             raise PartitionsLost("this consumer is rejoining its group")
@@ -97,6 +129,7 @@ class GroupMembership:
         error = kafka_errors.for_code(response.error_code)
         if error is kafka_errors.NoError:
             self._covered_until = asked_at + self._lease_s
+            self._covered_generation = generation
             return
         if error is kafka_errors.RebalanceInProgressError:
             # A member now (a rebalance cannot finish without the members still to
@@ -112,7 +145,8 @@ class GroupMembership:
 async def fenced(fence: MembershipFence | None, write: Awaitable[T]) -> T:
     """Run a write of shared state (a changelog append, a shared store's write)
     between two membership checks: nothing is written by a consumer already
-    evicted, and nothing written is acted on by one evicted meanwhile."""
+    evicted, and nothing written is acted on by one evicted meanwhile (the
+    second check always asks the coordinator)."""
     if fence is None:
         return await write
     try:
@@ -122,5 +156,5 @@ async def fenced(fence: MembershipFence | None, write: Awaitable[T]) -> T:
             write.close()  # a coroutine never started: no "never awaited" warning
         raise
     result = await write
-    await fence.ensure()
+    await fence.confirm()
     return result

@@ -1,6 +1,7 @@
 """The group fence against the real broker: a member of the current generation is
 confirmed; one whose event loop stalled past its session, while another member
-joined, has been evicted."""
+joined, has been evicted; a write during which the group moved to another
+generation is not acted on, however recent the answer before it."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from aiokafka import AIOKafkaConsumer
 from consumer.errors import PartitionsLost
 from consumer.kafka.topics import ensure_topics
 from consumer.settings import Settings
-from consumer.state.membership import GroupMembership
+from consumer.state.membership import GroupMembership, fenced
 from tests.integration.harness import make_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -86,6 +87,47 @@ async def test_a_member_is_confirmed_until_a_stall_past_its_session_evicts_it(
             time.sleep(0.2)  # the stall under test: blocks the loop, no heartbeat goes out
         with pytest.raises(PartitionsLost):
             await membership.ensure()
+    finally:
+        other.stop.set()
+        await consumer.stop()
+        other.join(10)
+
+
+async def test_a_write_during_which_the_group_rebalanced_is_not_acted_on(
+    local_broker: Any, tmp_path: Path
+) -> None:
+    """The answer before the write covers a long lease, and the consumer rejoins
+    the new generation on its own (nothing holds its rebalance back): the write
+    landed, but the partitions it was for may have moved meanwhile, so the check
+    after it fails."""
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    await ensure_topics(settings)
+    consumer = group_consumer(settings)
+    await consumer.start()
+    other = OtherMember(settings)
+    try:
+        await poll_until_assigned(consumer)
+        membership = GroupMembership(lease_s=600.0)
+        membership.bind(consumer)
+        coordinator: Any = consumer._coordinator
+        before = coordinator.generation
+        written: list[int] = []
+
+        async def write_while_another_member_joins() -> None:
+            other.start()
+            deadline = time.monotonic() + 30
+            while coordinator.generation == before:
+                assert time.monotonic() < deadline, "the group never rebalanced"
+                await consumer.getmany(timeout_ms=200)
+            written.append(coordinator.generation)
+
+        with pytest.raises(PartitionsLost):
+            await fenced(membership, write_while_another_member_joins())
+        assert len(written) == 1
+        assert written[0] != before
+        asked = membership.confirmations
+        await membership.ensure()  # the old answer covers no write of the new generation
+        assert membership.confirmations == asked + 1
     finally:
         other.stop.set()
         await consumer.stop()

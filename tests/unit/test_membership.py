@@ -18,7 +18,7 @@ from consumer.service.processor import BatchProcessor
 from consumer.settings import KafkaSettings, TopicSettings
 from consumer.state import codec
 from consumer.state.changelog import Changelog
-from consumer.state.membership import GroupMembership
+from consumer.state.membership import GroupMembership, fenced
 
 from .conftest import EngineFactory
 from .helpers import DIMENSION, FakeEmbedder, event_dict, make_processor, make_record
@@ -70,6 +70,56 @@ async def test_a_heartbeat_of_the_member_s_generation_covers_appends_for_the_lea
     await membership.ensure()
     (request,) = coordinator.asked
     assert vars(request) == {"_group": "g", "_generation_id": 3, "_member_id": "member-1"}
+
+
+async def test_the_check_after_a_write_asks_even_within_the_lease() -> None:
+    """A cover answers for Apache Kafka's coordinator; a broker that ends a
+    generation sooner (or a member that left) is caught by asking after the write."""
+    coordinator = FakeCoordinator(answers=[NO_ERROR, ILLEGAL_GENERATION])
+    membership = bound(coordinator)
+    written: list[str] = []
+
+    async def write() -> None:
+        written.append("points")
+
+    with pytest.raises(PartitionsLost):
+        await fenced(membership, write())
+    assert written == ["points"]
+    assert len(coordinator.asked) == 2
+
+
+async def test_a_write_that_outlived_its_generation_is_lost_whatever_the_new_one_says() -> None:
+    """Rejoined meanwhile: the new generation answers, but the partitions the
+    write was for may have moved in between."""
+    coordinator = FakeCoordinator()
+    membership = bound(coordinator)
+
+    async def write_while_the_group_rebalances() -> None:
+        coordinator.generation += 1
+
+    with pytest.raises(PartitionsLost, match="another generation"):
+        await fenced(membership, write_while_the_group_rebalances())
+    assert len(coordinator.asked) == 1  # the check before; the one after needs no answer
+
+
+async def test_a_cover_holds_for_its_own_generation_only() -> None:
+    coordinator = FakeCoordinator()
+    membership = bound(coordinator)
+    await membership.ensure()
+    coordinator.generation += 1
+    await membership.ensure()
+    assert [request._generation_id for request in coordinator.asked] == [3, 4]
+
+
+async def test_a_write_within_one_generation_passes_both_checks() -> None:
+    coordinator = FakeCoordinator()
+    membership = bound(coordinator)
+
+    async def write() -> int:
+        return 7
+
+    assert await fenced(membership, write()) == 7
+    assert [request._generation_id for request in coordinator.asked] == [3, 3]
 
 
 async def test_an_expired_lease_asks_again() -> None:
@@ -145,6 +195,9 @@ class ScriptedFence:
         self.calls += 1
         if not self.answers.pop(0):
             raise PartitionsLost("evicted (scripted)")
+
+    async def confirm(self) -> None:
+        await self.ensure()
 
 
 def changelog_with(fence: ScriptedFence, publisher: CountingPublisher) -> Changelog:

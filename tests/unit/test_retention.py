@@ -173,9 +173,13 @@ async def test_without_a_changelog_deletes_are_fenced_by_membership() -> None:
     async def ensure() -> None:
         checks.append("ensure")
 
-    retention, _, _, _ = make(store, changelog=False, membership=SimpleNamespace(ensure=ensure))
+    async def confirm() -> None:
+        checks.append("confirm")
+
+    fence = SimpleNamespace(ensure=ensure, confirm=confirm)
+    retention, _, _, _ = make(store, changelog=False, membership=fence)
     assert await retention.after_batch([0]) == 1
-    assert checks == ["ensure", "ensure"]
+    assert checks == ["ensure", "confirm"]
     assert store.calls[-1] == ("apply", 0, [], None, ["old"])
 
 
