@@ -65,6 +65,7 @@ from consumer.domain.guards import (
     ALTERNATE_WORDS,
     CALENDAR_ABBREVIATIONS,
     CONTRAST_PAIRS,
+    NEGATING_PREFIXES,
     SPOKEN_CLOCK_WORDS,
     alternate_period,
     is_calendar_name,
@@ -1303,11 +1304,11 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
     )
 
 
-# Prefixes that negate a word of this part of speech: "unhappy", "impatient",
-# "dishonest"; on verbs only "dis" ("dislikes", "distrusts"): "un" on a verb
-# undoes ("unpack"), which is no negation.
+# Prefixes that negate a word of this part of speech: on adjectives the negation
+# guard's ("unhappy", "impatient", "dishonest"); on verbs only "dis" ("dislikes",
+# "distrusts"): "un" on a verb undoes ("unpack"), which is no negation.
 _NEGATING_PREFIXES: Final[dict[str, tuple[str, ...]]] = {
-    "ADJ": ("un", "in", "im", "ir", "il", "dis"),
+    "ADJ": NEGATING_PREFIXES,
     "VERB": ("dis",),
 }
 # The verbs "dis" negates; on others it makes another act ("discover", "display",

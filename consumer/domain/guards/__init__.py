@@ -40,6 +40,7 @@ from consumer.domain.guards.checks import (
     text_signals,
 )
 from consumer.domain.guards.dates import CALENDAR_ABBREVIATIONS, is_calendar_name
+from consumer.domain.guards.negation import NEGATING_PREFIXES
 from consumer.domain.guards.numbers import (
     ALTERNATE_WORDS,
     SPOKEN_CLOCK_WORDS,
@@ -54,6 +55,7 @@ __all__ = [
     "ALTERNATE_WORDS",
     "CALENDAR_ABBREVIATIONS",
     "CONTRAST_PAIRS",
+    "NEGATING_PREFIXES",
     "SPOKEN_CLOCK_WORDS",
     "GuardName",
     "GuardVeto",

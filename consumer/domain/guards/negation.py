@@ -198,7 +198,9 @@ def _negation_veto(a: _Words, b: _Words) -> GuardVeto | None:
     return GuardVeto(GuardName.NEGATION, detail[:_MAX_DETAIL])
 
 
-_NEGATING_PREFIXES: Final = ("un", "in", "im", "ir", "il", "dis")
+# Prefixes that negate the word they open ("unhappy", "impatient", "dishonest");
+# the alignment reads them too, by part of speech.
+NEGATING_PREFIXES: Final = ("un", "in", "im", "ir", "il", "dis")
 
 
 def _prefix_negations(text: _Words, other: _Words) -> list[str]:
@@ -209,7 +211,7 @@ def _prefix_negations(text: _Words, other: _Words) -> list[str]:
     for stem in sorted(text.polarity_content):
         if stem in _ANTONYMS or stem in _POLARITY_STEMS or stem in text.cues:
             continue
-        for prefix in _NEGATING_PREFIXES:
+        for prefix in NEGATING_PREFIXES:
             base = stem.removeprefix(prefix)
             known = base in other.polarity_content and base not in text.polarity_content
             if base != stem and len(base) >= 3 and known:
