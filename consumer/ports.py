@@ -160,12 +160,13 @@ class ShardStore(Protocol):
 class MembershipFence(Protocol):
     """Returns while this consumer still belongs to its group's current generation;
     raises consumer.errors.PartitionsLost once it does not (consumer.state.membership).
-    `ensure` comes before a write of shared state and may trust a recent answer;
-    `confirm` comes after it and asks afresh."""
+    `ensure` comes before a write of shared state, may trust a recent answer and
+    returns the generation it vouched for (None outside a group); `confirm` comes
+    after the write and asks afresh for that generation."""
 
-    async def ensure(self) -> None: ...
+    async def ensure(self) -> int | None: ...
 
-    async def confirm(self) -> None: ...
+    async def confirm(self, generation: int | None) -> None: ...
 
 
 class RecordPublisher(Protocol):

@@ -26,12 +26,12 @@ class StallSwitch:
     def reached_file(self) -> Path:
         return self._stall_file.with_name(self._stall_file.name + ".reached")
 
-    async def ensure(self) -> None:
+    async def ensure(self) -> int | None:
         if self._stall_file.exists():
             self.reached_file.touch()
             while self._stall_file.exists():
                 time.sleep(0.05)  # noqa: ASYNC251 (blocking on purpose: the stall is the point)
-        await self._inner.ensure()
+        return await self._inner.ensure()
 
-    async def confirm(self) -> None:
-        await self._inner.confirm()
+    async def confirm(self, generation: int | None) -> None:
+        await self._inner.confirm(generation)

@@ -265,10 +265,11 @@ def _amount(match: re.Match[str]) -> UnitAmount | None:
 
 
 # The first number of a range whose unit follows the second only ("2-3 weeks",
-# "14 to 21 days", "between two and three hours"): the unit counts it too.
+# "14 to 21 days", "between two and three hours"): the unit counts it too. "and"
+# joins a range only after "between" ("two cats and 3 hours" is none).
 _RANGE_START_RE: Final = re.compile(
-    rf"(?<![\w.,])(?:between\s+)?(?:(?P<num>{_NUMBER})|(?P<word>{_WORD_NUMBER}))"
-    rf"\s*(?:-|\u2013|\u2014|to|or|and)\s*$",
+    rf"(?<![\w.,])(?P<between>between\s+)?(?:(?P<num>{_NUMBER})|(?P<word>{_WORD_NUMBER}))"
+    rf"\s*(?:-|\u2013|\u2014|to|or|(?(between)and|(?!)))\s*$",
     re.IGNORECASE,
 )
 
@@ -284,9 +285,6 @@ def _with_range_start(text: str, match: re.Match[str], amount: UnitAmount) -> li
     key = _unit_key(match.group("unit"))
     if before is None or start is None or key is None or start[0] >= end[0]:
         return [amount]
-    joined = before.group(0).lower()
-    if " and" in joined and not joined.startswith("between"):
-        return [amount]  # "two cats and 3 hours": no range
     return [UnitAmount(start[1], _base(start[0], key), amount.rate), amount]
 
 

@@ -63,9 +63,6 @@ class GroupMembership:
         # Monotonic time until which the last answer covers an append.
         self._covered_until = 0.0
         self._covered_generation: int | None = None
-        # The generation the last check before a write saw: the check after the
-        # write asks for that one, so a rejoin meanwhile is not taken for membership.
-        self._write_generation: int | None = None
         self.confirmations = 0
 
     @classmethod
@@ -77,30 +74,29 @@ class GroupMembership:
         if consumer is not self._consumer:
             self._consumer = consumer
             self._covered_until = 0.0
-            self._write_generation = None
 
-    async def ensure(self) -> None:
-        """Before a write: return if still a member (now, or covered by a recent
-        answer); raise PartitionsLost if not, MembershipUnknown if the coordinator
-        cannot say."""
+    async def ensure(self) -> int | None:
+        """Before a write: return the generation this consumer is a member of (now,
+        or covered by a recent answer), None outside a group; raise PartitionsLost
+        if not a member, MembershipUnknown if the coordinator cannot say."""
         coordinator = self._coordinator()
         if coordinator is None:
-            return
-        generation = self._write_generation = coordinator.generation
-        if time.monotonic() < self._covered_until and generation == self._covered_generation:
-            return
-        await self._confirm(coordinator, coordinator.generation)
+            return None
+        generation: int = coordinator.generation
+        if time.monotonic() >= self._covered_until or generation != self._covered_generation:
+            await self._confirm(coordinator, generation)
+        return generation
 
-    async def confirm(self) -> None:
+    async def confirm(self, generation: int | None) -> None:
         """After a write: ask the coordinator now (no cover counts) whether this
-        consumer is still a member of the generation the write began in."""
+        consumer is still a member of `generation`, the one `ensure` returned
+        before the write: a rejoin meanwhile is no membership the write had."""
         coordinator = self._coordinator()
-        if coordinator is None:
+        if coordinator is None or generation is None:
             return
-        generation = coordinator.generation
-        if self._write_generation is not None and generation != self._write_generation:
+        if coordinator.generation != generation:
             log.warning(
-                "group_generation_moved", during_write=self._write_generation, now=generation
+                "group_generation_moved", during_write=generation, now=coordinator.generation
             )
             raise PartitionsLost("the group moved to another generation during the write")
         await self._confirm(coordinator, generation)
@@ -150,11 +146,11 @@ async def fenced(fence: MembershipFence | None, write: Awaitable[T]) -> T:
     if fence is None:
         return await write
     try:
-        await fence.ensure()
+        generation = await fence.ensure()
     except BaseException:
         if hasattr(write, "close"):
             write.close()  # a coroutine never started: no "never awaited" warning
         raise
     result = await write
-    await fence.confirm()
+    await fence.confirm(generation)
     return result

@@ -111,6 +111,20 @@ async def test_a_cover_holds_for_its_own_generation_only() -> None:
     assert [request._generation_id for request in coordinator.asked] == [3, 4]
 
 
+async def test_each_write_is_confirmed_for_the_generation_it_began_in() -> None:
+    """Two writes on the way across a rebalance: the one begun in the old
+    generation is lost, even though the other's check saw the new one."""
+    coordinator = FakeCoordinator()
+    membership = bound(coordinator)
+    first = await membership.ensure()
+    coordinator.generation += 1
+    second = await membership.ensure()
+    assert (first, second) == (3, 4)
+    with pytest.raises(PartitionsLost, match="another generation"):
+        await membership.confirm(first)
+    await membership.confirm(second)
+
+
 async def test_a_write_within_one_generation_passes_both_checks() -> None:
     coordinator = FakeCoordinator()
     membership = bound(coordinator)
@@ -196,7 +210,7 @@ class ScriptedFence:
         if not self.answers.pop(0):
             raise PartitionsLost("evicted (scripted)")
 
-    async def confirm(self) -> None:
+    async def confirm(self, generation: int | None) -> None:
         await self.ensure()
 
 

@@ -173,7 +173,7 @@ async def test_without_a_changelog_deletes_are_fenced_by_membership() -> None:
     async def ensure() -> None:
         checks.append("ensure")
 
-    async def confirm() -> None:
+    async def confirm(generation: int | None) -> None:
         checks.append("confirm")
 
     fence = SimpleNamespace(ensure=ensure, confirm=confirm)
