@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -64,16 +66,30 @@ class OtherMember(threading.Thread):
             await consumer.stop()
 
 
-async def test_a_member_is_confirmed_until_a_stall_past_its_session_evicts_it(
-    local_broker: Any, tmp_path: Path
-) -> None:
-    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+@asynccontextmanager
+async def assigned_member(
+    settings: Settings,
+) -> AsyncIterator[tuple[AIOKafkaConsumer, OtherMember]]:
+    """A group member holding every partition, and a second member not started yet."""
     await ensure_topics(settings)
     consumer = group_consumer(settings)
     await consumer.start()
     other = OtherMember(settings)
     try:
         await poll_until_assigned(consumer)
+        yield consumer, other
+    finally:
+        other.stop.set()
+        await consumer.stop()
+        if other.is_alive():
+            other.join(10)
+
+
+async def test_a_member_is_confirmed_until_a_stall_past_its_session_evicts_it(
+    local_broker: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    async with assigned_member(settings) as (consumer, other):
         membership = GroupMembership(lease_s=0.0)  # ask every time
         membership.bind(consumer)
         await membership.ensure()
@@ -87,10 +103,6 @@ async def test_a_member_is_confirmed_until_a_stall_past_its_session_evicts_it(
             time.sleep(0.2)  # the stall under test: blocks the loop, no heartbeat goes out
         with pytest.raises(PartitionsLost):
             await membership.ensure()
-    finally:
-        other.stop.set()
-        await consumer.stop()
-        other.join(10)
 
 
 async def test_a_write_during_which_the_group_rebalanced_is_not_acted_on(
@@ -101,12 +113,7 @@ async def test_a_write_during_which_the_group_rebalanced_is_not_acted_on(
     landed, but the partitions it was for may have moved meanwhile, so the check
     after it fails."""
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
-    await ensure_topics(settings)
-    consumer = group_consumer(settings)
-    await consumer.start()
-    other = OtherMember(settings)
-    try:
-        await poll_until_assigned(consumer)
+    async with assigned_member(settings) as (consumer, other):
         membership = GroupMembership(lease_s=600.0)
         membership.bind(consumer)
         coordinator: Any = consumer._coordinator
@@ -128,7 +135,3 @@ async def test_a_write_during_which_the_group_rebalanced_is_not_acted_on(
         asked = membership.confirmations
         await membership.ensure()  # the old answer covers no write of the new generation
         assert membership.confirmations == asked + 1
-    finally:
-        other.stop.set()
-        await consumer.stop()
-        other.join(10)
