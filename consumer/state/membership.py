@@ -128,8 +128,9 @@ class GroupMembership:
             self._covered_generation = generation
             return
         if error is kafka_errors.RebalanceInProgressError:
-            # A member now (a rebalance cannot finish without the members still to
-            # rejoin), but it may have begun long ago: this covers nothing later.
+            # A member now (were its generation over, or the member gone, the
+            # answer would say so), but the rebalance may end any moment: this
+            # covers nothing later.
             self._covered_until = asked_at
             return
         if error in _NOT_MEMBER or response.error_code == _FENCED_INSTANCE_ID:
