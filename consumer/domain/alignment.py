@@ -199,6 +199,10 @@ class AlignedText:
     # Parsed with the stand-in subject in front (`_with_subject`): the subject is
     # the parse's reading, not the text's own words.
     subject_supplied: bool = False
+    # The one main verb, light verbs too ("has", "is getting"): lemma, form as
+    # written with its auxiliaries, tense; empty without a verb, or where another
+    # finite verb tells a clause of its own.
+    main_verb: tuple[str, str, str] = ("", "", "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -634,6 +638,32 @@ def _words(doc: Doc) -> AlignedText:
         numbers,
         _contrast_marker(doc),
         subject_supplied=doc.user_data.get(_SUBJECT_SUPPLIED, False),
+        main_verb=_main_verb(doc),
+    )
+
+
+def _main_verb(doc: Doc) -> tuple[str, str, str]:
+    roots = [token for token in doc if token.dep_ == "ROOT"]
+    if len(roots) != 1 or roots[0].pos_ not in {"VERB", "AUX"}:
+        return ("", "", "")
+    if sum(token.tag_ in _FINITE_TAGS for token in doc) > 1:
+        return ("", "", "")  # another clause of its own: the main verb is not the fact
+    root = roots[0]
+    if any(c.dep_ in {"xcomp", "ccomp"} for c in root.children):
+        return ("", "", "")  # a frame ("decided to sell", "is going to sell")
+    if _set_for_a_time_ahead(root):
+        # "is seeing the dentist next Tuesday": an arrangement, not a thing going on.
+        return (root.lemma_.lower(), "", _tense(root))
+    return (root.lemma_.lower(), _form(root), _tense(root))
+
+
+def _set_for_a_time_ahead(verb: Token) -> bool:
+    """Whether the verb's phrase names a day or a time ahead ("tomorrow", "next
+    month", "on Friday", "in June")."""
+    return any(
+        t.lower_ in _TIMES_AHEAD or is_calendar_name(t.lower_)
+        for t in verb.subtree
+        if t.i != verb.i
     )
 
 
@@ -1383,6 +1413,7 @@ def _beyond_words(
     return (
         _due_and_done(a, b, left, right)
         or _root_tense(a, b, matched)
+        or _under_way_against_held(a, b)
         or _opposed_prepositions(a, b)
         or _group_or_person(a, b)
         or _exception(a, b)
@@ -1809,12 +1840,54 @@ def _root_tense(
         [w for w in text.words if w.dep == "ROOT" and w.tense and w.index not in done]
         for text, done in zip((a, b), aligned, strict=True)
     ]
+    for told, other in ((a, b), (b, a)):
+        # "Was allergic to cats" / "Allergic to cats": a note without a verb tells
+        # what holds now. Not a value the note records ("BP 128/82 at the last
+        # checkup" / "... was 128/82"): the past reports the value it dates.
+        recorded = set(told.numbers) & set(other.numbers)
+        if _past_copula(told) and not any(w.tense for w in other.words) and not recorded:
+            return _veto("time_change", "'be': Past vs a note without a verb")
     if len(roots[0]) != 1 or len(roots[1]) != 1:
         return None
     x, y = roots[0][0], roots[1][0]
     if x.tense != y.tense and "Fut" in (x.tense, y.tense):
         return _veto("time_change", f"'{x.key}' / '{y.key}': {x.tense} vs {y.tense}")
     return None
+
+
+def _under_way_against_held(a: AlignedText, b: AlignedText) -> GuardVeto | None:
+    """ "Is fostering a beagle" / "Has a beagle", "is applying for a visa" / "got
+    a visa": a main verb going on against another verb that has or did the
+    thing: on its way, or only on trial, against had or done."""
+    for going, other in ((a, b), (b, a)):
+        verb, form, _ = going.main_verb
+        other_verb, other_form, other_tense = other.main_verb
+        if not verb or not other_verb or verb == other_verb:
+            continue
+        held = other_verb == "have" or other_tense == "Past"
+        if _going_on(form) and held and not _going_on(other_form):
+            return _veto("time_change", f"'{verb}' going on vs '{other_verb}' ({other_tense})")
+    return None
+
+
+def _going_on(form: str) -> bool:
+    """A verb form in the present progressive, active or passive ("is
+    fostering", "is being screened", a note's "being tested"). Not a bare "-ing",
+    often a heading's noun ("Caching: 3 nodes")."""
+    parts = form.split()
+    if len(parts) < 2:
+        return False
+    if parts[0] == "being":
+        return len(parts) == 2
+    return parts[0] in _PRESENT_BE and (parts[1].endswith("ing") or parts[1] == "being")
+
+
+def _past_copula(text: AlignedText) -> bool:
+    """Whether the text's main verb is a past "was" / "were" (not "has been")."""
+    return any(
+        w.dep == "ROOT" and w.key == "be" and w.tense == "Past" and w.text in {"was", "were"}
+        for w in text.words
+    )
 
 
 def _negation_moved(x: Word, y: Word, left: Sequence[Word], right: Sequence[Word]) -> bool:
@@ -1917,7 +1990,22 @@ def _verb_form_changed(x: Word, y: Word) -> GuardVeto | None:
     # "pay via Direct Pay" / "paid via Direct Pay": a task against the act done.
     if (x.todo and y.done) or (y.todo and x.done):
         return _veto("time_change", f"'{x.key}': to do vs done")
+    if x.key == y.key and (_note_past(x, y) or _note_past(y, x)):
+        return _veto("time_change", f"'{x.key}': done vs {x.tense or y.tense}")
     return None
+
+
+def _note_past(note: Word, other: Word) -> bool:
+    """ "Worked as a nurse" / "Works as a nurse": a note's main verb with neither
+    subject nor auxiliary, tagged a participle (so of no tense), tells the past,
+    against the same verb in the present. Not a passive state told in full
+    ("Based in Berlin" / "Is based in Berlin"), nor a participle that qualifies
+    a noun ("a boiler serviced in October")."""
+    told = note.done and note.subjectless and not note.tense and note.dep == "ROOT"
+    if not (told and other.tense == "Pres"):
+        return False
+    parts = other.text.split()
+    return not (len(parts) >= 2 and parts[-2] in _BE_FORMS)
 
 
 def _swapped(left: Sequence[Word], right: Sequence[Word]) -> tuple[GuardVeto | None, bool]:
@@ -1962,6 +2050,9 @@ def _relative(word: Word) -> bool:
     return word.key.split("-")[0] in _KIN
 
 
+_TIMES_AHEAD: Final = frozenset({"tomorrow", "tonight", "next", "soon", "upcoming", "later"})
+# Finite verb forms: each heads a clause of its own (with "will", "can", ...).
+_FINITE_TAGS: Final = frozenset({"VBZ", "VBP", "VBD", "MD"})
 _PRESENT_BE: Final = frozenset({"is", "are", "am", "'s", "'re", "'m", "\u2019s", "\u2019re"})
 
 
