@@ -19,13 +19,17 @@ unmatched and in which role:
   doer's own team or relative ("User writes the notes" / "User's team writes the
   notes"); "he" / "she"; a step moved across "then" ("to the secondary, then
   to the manager"); what one text sets against ("tabs, not spaces") chosen by
-  the other ("spaces rather than tabs");
+  the other ("spaces rather than tabs"); an agent noun's act done by the user
+  ("Manager is Priya" / "I manage Priya");
 - **negation**: a negation attached on one side only, or "almost" / "nearly"
   on a verb ("almost moved to Berlin");
 - **time change**: the same verb in another tense (a change of person, "knits"
   / "I knit", is none), or a modal ("might move"), "used to", "plans to",
   "finished", "is supposed to", "would like" frame on one side only; a change
-  under way ("is moving to the Business plan") against a state.
+  under way ("is moving to the Business plan") against a state; a note's past
+  ("Worked as a nurse") or a past "was" against the present or a note without a
+  verb; a verb going on ("is fostering a beagle") against one that has or did
+  the thing ("has a beagle").
 
 `contained` is true when every word of one text is matched and no verb only the
 other has acts on a word both have: the cross-encoder's rescue below the band
@@ -1414,6 +1418,7 @@ def _beyond_words(
         _due_and_done(a, b, left, right)
         or _root_tense(a, b, matched)
         or _under_way_against_held(a, b)
+        or _agent_noun_turned(a, b)
         or _opposed_prepositions(a, b)
         or _group_or_person(a, b)
         or _exception(a, b)
@@ -1853,6 +1858,51 @@ def _root_tense(
     if x.tense != y.tense and "Fut" in (x.tense, y.tense):
         return _veto("time_change", f"'{x.key}' / '{y.key}': {x.tense} vs {y.tense}")
     return None
+
+
+def _agent_noun_turned(a: AlignedText, b: AlignedText) -> GuardVeto | None:
+    """ "Manager is Karen Liu" / "I manage Karen Liu", "Supervisor is Dr. Okafor"
+    / "Supervises Dr. Okafor": the one who does the act (the agent noun's verb) to
+    the user, against the user doing it to that one."""
+    for relation, act in ((a, b), (b, a)):
+        for noun, name in _agent_noun_and_name(relation):
+            for verb in act.words:
+                if verb.pos != "VERB" or not _agent_noun_of(noun.key, verb.key):
+                    continue
+                done_to = any(
+                    w.key == name.key and w.dep == "dobj" and w.head_key == verb.key
+                    for w in act.words
+                )
+                doers = [w for w in act.words if w.dep == "nsubj" and w.head_key == verb.key]
+                by_user = all(w.key == _SELF for w in doers)
+                if done_to and by_user:
+                    return _veto(
+                        "role_change",
+                        f"'{noun.key}' is '{name.key}' vs '{verb.key}' done to '{name.key}'",
+                    )
+    return None
+
+
+def _agent_noun_and_name(text: AlignedText) -> list[tuple[Word, Word]]:
+    """The (agent noun, name) pairs a copula joins ("Manager is Karen Liu",
+    "the user's coach is Tom"), the noun the user's or no one's."""
+    by_copula = [w for w in text.words if w.head_key == "be" and w.dep in {"nsubj", "attr"}]
+    nouns = [w for w in by_copula if w.pos in {"NOUN", "PROPN"} and w.key.isalpha()]
+    owned = {w.head_key for w in text.words if w.dep == "poss" and w.key != _SELF}
+    return [
+        (noun, name)
+        for noun in nouns
+        if noun.key not in owned
+        for name in by_copula
+        if name is not noun and name.pos == "PROPN" and name.key != _SELF
+    ]
+
+
+def _agent_noun_of(noun: str, verb: str) -> bool:
+    """Whether `noun` names the one who does `verb` ("manager", "supervisor",
+    "teacher", "coach")."""
+    stem = verb[:-1] if verb.endswith("e") else verb
+    return noun in {verb, verb + "r", verb + "er", stem + "er", stem + "or", verb + "or"}
 
 
 def _under_way_against_held(a: AlignedText, b: AlignedText) -> GuardVeto | None:
