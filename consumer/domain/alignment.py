@@ -1850,7 +1850,8 @@ def _root_tense(
         # what holds now. Not a value the note records ("BP 128/82 at the last
         # checkup" / "... was 128/82"): the past reports the value it dates.
         recorded = set(told.numbers) & set(other.numbers)
-        if _past_copula(told) and not any(w.tense for w in other.words) and not recorded:
+        verbless = not other.main_verb[0] and not any(w.tense for w in other.words)
+        if _past_copula(told) and verbless and not recorded:
             return _veto("time_change", "'be': Past vs a note without a verb")
     if len(roots[0]) != 1 or len(roots[1]) != 1:
         return None
@@ -2050,10 +2051,13 @@ def _note_past(note: Word, other: Word) -> bool:
     subject nor auxiliary, tagged a participle (so of no tense), tells the past,
     against the same verb in the present. Not a passive state told in full
     ("Based in Berlin" / "Is based in Berlin"), nor a participle that qualifies
-    a noun ("a boiler serviced in October")."""
+    a noun ("a boiler serviced in October"), nor an event against its present
+    perfect (`_perfect_and_past`)."""
     told = note.done and note.subjectless and not note.tense and note.dep == "ROOT"
     if not (told and other.tense == "Pres"):
         return False
+    if _perfect(other) and not (note.durative or other.durative or note.light or other.light):
+        return False  # "Finished the course" / "Has finished the course": one event
     parts = other.text.split()
     return not (len(parts) >= 2 and parts[-2] in _BE_FORMS)
 

@@ -65,6 +65,8 @@ def test_a_fact_told_at_another_time_is_a_time_change(
             "Decided to cancel the magazine subscription",
             "Is cancelling the magazine subscription",
         ),
+        # an event told as done and in the present perfect
+        ("Finished the pottery course in June", "Has finished the pottery course in June"),
         # the same progressive and simple present of one verb
         ("Is reading a biography of Lincoln", "Reads a biography of Lincoln"),
         # a value the note records, reported in the past
