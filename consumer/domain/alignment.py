@@ -2053,13 +2053,21 @@ def _note_past(note: Word, other: Word) -> bool:
     ("Based in Berlin" / "Is based in Berlin"), nor a participle that qualifies
     a noun ("a boiler serviced in October"), nor an event against its present
     perfect (`_perfect_and_past`)."""
-    told = note.done and note.subjectless and not note.tense and note.dep == "ROOT"
-    if not (told and other.tense == "Pres"):
+    if not (_past_in_a_note(note) and other.tense == "Pres"):
         return False
-    if _perfect(other) and not (note.durative or other.durative or note.light or other.light):
-        return False  # "Finished the course" / "Has finished the course": one event
-    parts = other.text.split()
-    return not (len(parts) >= 2 and parts[-2] in _BE_FORMS)
+    return not (_perfect_and_past(note, other) or _told_in_the_passive(other))
+
+
+def _past_in_a_note(word: Word) -> bool:
+    """A note's main verb told as done with neither subject nor auxiliary, of no
+    tense (the tagger read a participle): "Worked as a nurse"."""
+    return word.done and word.subjectless and not word.tense and word.dep == "ROOT"
+
+
+def _told_in_the_passive(word: Word) -> bool:
+    """A verb written with the passive's "is" / "was" ("is based", "are kept")."""
+    parts = word.text.split()
+    return len(parts) >= 2 and parts[-2] in _BE_FORMS
 
 
 def _swapped(left: Sequence[Word], right: Sequence[Word]) -> tuple[GuardVeto | None, bool]:
@@ -2174,8 +2182,7 @@ def _note_of_a_passive(a: Word, b: Word) -> bool:
     12th" / "which is billed on the 12th": a note drops the passive's "is", and
     the tagger reads the participle left alone as a past."""
     for note, full in ((a, b), (b, a)):
-        parts = full.text.split()
-        passive = len(parts) >= 2 and parts[-2] in _BE_FORMS
+        passive = _told_in_the_passive(full)
         if note.tense == "Past" and note.subjectless and " " not in note.text and passive:
             return True
     return False
@@ -2210,7 +2217,8 @@ def _perfect(word: Word) -> bool:
 
 
 def _simple_past(word: Word) -> bool:
-    return word.tense == "Past" and " " not in word.text
+    """A past told in one word: a tagged past, or a note's (`_past_in_a_note`)."""
+    return " " not in word.text and (word.tense == "Past" or _past_in_a_note(word))
 
 
 def _made_an_owner(
