@@ -507,11 +507,16 @@ SUBJECT_PASS = [
 ROLE_VETO = [
     ("On Tuesdays the user goes to the gym after lunch",
      "On Tuesdays the user has lunch after the gym"),
+    # A date written day first still keeps its place in the sentence.
+    ("Staying in Oslo from March 2 to March 9", "Staying in Oslo from 9 March to 2 March"),
 ]  # fmt: skip
 ROLE_PASS = [
     ("User accepted the job offer from Stripe", "User accepted the Stripe job offer"),
     ("User is a fan of Arsenal", "User is an Arsenal fan"),
     ("User is on vacation until August 31", "User is on vacation until 31 August"),
+    # The day before or after its month, inside a longer run of words.
+    ("The passport renewal is due July 12", "Passport renewal due 12 July"),
+    ("Staying in Oslo from March 2 to March 9", "Staying in Oslo from 2 March to 9 March"),
     ("On Tuesdays the user goes to the gym after lunch",
      "After lunch on Tuesdays the user goes to the gym"),
 ]  # fmt: skip

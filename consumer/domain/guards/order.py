@@ -54,6 +54,17 @@ def _is_date_chunk(words: Sequence[str]) -> bool:
     return len(words) <= 3 and any(w in _MONTH_STEMS or w.isdigit() for w in words)
 
 
+def _month_first(units: Sequence[str]) -> tuple[str, ...]:
+    """Units with each day written before its month put after it ("due 15 April" ->
+    "due april 15"), so the two ways of writing a date compare in one order."""
+    out = list(units)
+    for at in range(len(out) - 1):
+        day, month = out[at], out[at + 1]
+        if day.isdigit() and 1 <= int(day) <= 31 and month in _MONTH_STEMS:
+            out[at], out[at + 1] = month, day
+    return tuple(out)
+
+
 def _chunks(units: Sequence[str]) -> Counter[tuple[str, tuple[str, ...]]]:
     """Multiset of (preposition, words) chunks: equal when only whole phrases moved."""
     chunks: Counter[tuple[str, tuple[str, ...]]] = Counter()
@@ -229,7 +240,8 @@ def _word_order_veto(a: _Words, b: _Words) -> GuardVeto | None:
     Not vetoed, because roles are kept: phrases moved whole ("in 2020, X" / "X in
     2020", "to Paris from Rome" / "from Rome to Paris"), a trailing "from / of / at
     X" as a modifier ("offer from Stripe" / "Stripe offer"), dates reordered
-    ("August 31" / "31 August"), reordered conjuncts
+    ("August 31" / "31 August", also inside a run of words: "filing due April
+    15" / "filing due 15 April"), reordered conjuncts
     ("German and French" / "French and German", also "between 3 and 5" /
     "between 5 and 3"), "X is Y" / "Y is X" with a noun-phrase Y, and the simple
     passive "Bob is loved by Alice" / "Alice loves Bob".
@@ -259,6 +271,7 @@ def _word_order_veto(a: _Words, b: _Words) -> GuardVeto | None:
         return GuardVeto(GuardName.WORD_ORDER, detail[:_MAX_DETAIL])
     else:
         return None
+    units_a, units_b = _month_first(units_a), _month_first(units_b)
     content_a, content_b = _content(units_a), _content(units_b)
     # Where the negation sits is not compared ("doesn't like tea nor coffee" /
     # "likes neither tea nor coffee"); the negation guard has matched the counts.
