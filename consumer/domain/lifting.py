@@ -14,6 +14,7 @@ from consumer.domain.alignment import Alignment, PairAligner
 from consumer.domain.guards import (
     adds_quantities,
     check_pair,
+    fillers_exchanged,
     keeps_quantities_adds_more,
     quantities_may_trade,
 )
@@ -98,10 +99,15 @@ def order_lifted(
     matched in its role (`Alignment.equivalent` or `Alignment.reordered`), and
     neither text has two quantities of one kind, which the alignment does not
     see and which can trade what they count when moved, and neither sets one
-    alternative against another (`_ALTERNATIVES`)."""
+    alternative against another (`_ALTERNATIVES`). Never where every phrase stayed
+    in place and only what fills them traded places (`fillers_exchanged`): the
+    parse then reads a list wrong rather than a role kept ("Plays tennis with Sam
+    and golf with Max": "golf" read as a conjunct of "Sam")."""
     if not order_may_be_paraphrase(veto) or alignment is None or alignment.veto is not None:
         return False
     if not (alignment.equivalent or alignment.reordered):
+        return False
+    if fillers_exchanged(existing, new):
         return False
     if any(_ALTERNATIVES.search(text) for text in (existing, new)):
         return False

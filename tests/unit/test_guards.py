@@ -509,6 +509,11 @@ ROLE_VETO = [
      "On Tuesdays the user has lunch after the gym"),
     # A date written day first still keeps its place in the sentence.
     ("Staying in Oslo from March 2 to March 9", "Staying in Oslo from 9 March to 2 March"),
+    # Every phrase in its place, what fills two of them traded.
+    ("Moved the cache to Redis and the queue to SQS", "Moved the cache to SQS and the queue to Redis"),
+    ("Does pottery with Ines and chess with Tariq", "Does pottery with Tariq and chess with Ines"),
+    ("Drives to Leeds on Tuesday and to York on Friday",
+     "Drives to Leeds on Friday and to York on Tuesday"),
 ]  # fmt: skip
 ROLE_PASS = [
     ("User accepted the job offer from Stripe", "User accepted the Stripe job offer"),
@@ -517,6 +522,10 @@ ROLE_PASS = [
     # The day before or after its month, inside a longer run of words.
     ("The passport renewal is due July 12", "Passport renewal due 12 July"),
     ("Staying in Oslo from March 2 to March 9", "Staying in Oslo from 2 March to 9 March"),
+    # Two phrases of one preposition moved, not traded between the words they follow.
+    ("Was born in Galway in 1988 and studied in Dublin",
+     "Was born in 1988 in Galway and studied in Dublin"),
+    ("Plays in a band with Noor and Eli", "Plays in a band with Eli and Noor"),
     ("On Tuesdays the user goes to the gym after lunch",
      "After lunch on Tuesdays the user goes to the gym"),
 ]  # fmt: skip

@@ -7,7 +7,7 @@ import pytest
 
 from consumer.domain.alignment import PairAligner
 from consumer.domain.guards import GuardName, check_pair
-from consumer.domain.lifting import detail_in_a_clause, guards_for_verifier
+from consumer.domain.lifting import detail_in_a_clause, guards_after_parse, guards_for_verifier
 
 
 @pytest.fixture(scope="module")
@@ -90,4 +90,30 @@ def test_alternatives_set_against_each_other_keep_the_word_order_veto(
     veto = check_pair(existing, new)
     assert veto is not None
     assert veto.guard is GuardName.WORD_ORDER
+    assert guards_for_verifier(veto, existing, new, aligner) == veto
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        # the parser reads "chess" as a conjunct of "Ines": every word in the same place
+        (
+            "Does pottery with Ines and chess with Tariq",
+            "Does pottery with Tariq and chess with Ines",
+        ),
+        (
+            "Forwards the invoices to Acme and the receipts to Initech",
+            "Forwards the invoices to Initech and the receipts to Acme",
+        ),
+    ],
+)
+def test_phrases_whose_fillers_traded_places_keep_the_word_order_veto(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    """Each "with X" / "to X" stayed where it was and what it governs moved: no
+    parse lifts that veto, even one that reads the two texts as equivalent."""
+    veto = check_pair(existing, new)
+    assert veto is not None
+    assert veto.guard is GuardName.WORD_ORDER
+    assert guards_after_parse(existing, new, aligner) == veto
     assert guards_for_verifier(veto, existing, new, aligner) == veto

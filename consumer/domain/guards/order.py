@@ -82,6 +82,60 @@ def _chunks(units: Sequence[str]) -> Counter[tuple[str, tuple[str, ...]]]:
     return chunks
 
 
+def _anchored_fillers(
+    units: Sequence[str], *, after_phrases: bool
+) -> Counter[tuple[str, str, tuple[str, ...]]]:
+    """(word, preposition, what it governs) for each prepositional phrase that
+    directly follows a word outside any such phrase ("switch to Kafka" ->
+    ("switch", "to", ("kafka",))), or with `after_phrases` also a phrase's last
+    word ("to Lisbon on Monday" -> ("lisbon", "on", ("monday",))). A phrase at the
+    start or after a list's "and" or a comma has no such word and is left out
+    (it may have moved whole)."""
+    fillers: Counter[tuple[str, str, tuple[str, ...]]] = Counter()
+    label, anchor = "", ""
+    words: list[str] = []
+    for unit in (*units, _COMMA_MARK):
+        if _is_separator(unit):
+            if label and anchor and words:
+                fillers[(anchor, label, tuple(words))] += 1
+            follows = unit.startswith(_LABEL_PREFIX) and (after_phrases or not label)
+            anchor = words[-1] if words and follows else ""
+            label = unit[1:] if unit.startswith(_LABEL_PREFIX) else ""
+            words = []
+        elif unit != _COPULA_MARK:
+            words.append(unit)
+    return fillers
+
+
+def _fillers_exchanged(a: Sequence[str], b: Sequence[str]) -> bool:
+    """Whether the same words head the same prepositions in both texts but govern
+    other things: "switch to Kafka ... back to RabbitMQ" / "switch to RabbitMQ ...
+    back to Kafka", "tennis with Sam and golf with Max" / "... with Max and golf
+    with Sam", "to Lisbon on Monday and to Porto on Friday" / "... on Friday ...
+    on Monday". Every phrase stayed where it was; what fills them changed places."""
+    for after_phrases in (False, True):
+        fillers_a = _anchored_fillers(a, after_phrases=after_phrases)
+        fillers_b = _anchored_fillers(b, after_phrases=after_phrases)
+        if fillers_a == fillers_b:
+            continue
+        # The same slots and the same phrases, paired otherwise (a reordered list
+        # changes the phrases: "in A, B" / "in B, A").
+        if all(
+            Counter(map(key, fillers_a.elements())) == Counter(map(key, fillers_b.elements()))
+            for key in (_slot, _phrase)
+        ):
+            return True
+    return False
+
+
+def _slot(filler: tuple[str, str, tuple[str, ...]]) -> tuple[str, str]:
+    return filler[0], filler[1]
+
+
+def _phrase(filler: tuple[str, str, tuple[str, ...]]) -> tuple[str, tuple[str, ...]]:
+    return filler[1], filler[2]
+
+
 def _coordination_permuted(a: Sequence[str], b: Sequence[str]) -> bool:
     """True when b is a with the conjuncts of one "X and Y" / "X, Y or Z" reordered."""
     # Copulas are dropped: "plays guitar and sings" / "is singing and playing guitar".
@@ -199,6 +253,8 @@ def _same_roles(
     a: Sequence[str], b: Sequence[str], part_a: frozenset[int], part_b: frozenset[int]
 ) -> bool:
     """Reorderings that keep every role: moved phrases, lists, "X is Y", passives."""
+    if _fillers_exchanged(a, b):
+        return False
     if _chunks(a) == _chunks(b):
         return True
     if _coordination_permuted(a, b) or _copula_swapped(a, b):
@@ -236,7 +292,10 @@ def _word_order_veto(a: _Words, b: _Words) -> GuardVeto | None:
     ("from X to Y" / "to X from Y") or a passive reverses the roles ("Alice is
     loved by Bob" / "Alice loves Bob").
     Also vetoed: "X after Y" / "Y after X" (and before, than, over, until) when
-    only light verbs ("goes", "has", "takes") differ besides.
+    only light verbs ("goes", "has", "takes") differ besides; and phrases that
+    stayed in place while what they govern traded places ("switch to Kafka, back
+    to RabbitMQ" / "switch to RabbitMQ, back to Kafka": `_fillers_exchanged`),
+    even where the phrases alone would pass as moved whole.
     Not vetoed, because roles are kept: phrases moved whole ("in 2020, X" / "X in
     2020", "to Paris from Rome" / "from Rome to Paris"), a trailing "from / of / at
     X" as a modifier ("offer from Stripe" / "Stripe offer"), dates reordered
