@@ -20,7 +20,9 @@ unmatched and in which role:
   notes"); "he" / "she"; a step moved across "then" ("to the secondary, then
   to the manager"); what one text sets against ("tabs, not spaces") chosen by
   the other ("spaces rather than tabs"); an agent noun's act done by the user
-  ("Manager is Priya" / "I manage Priya");
+  ("Manager is Priya" / "I manage Priya"); the user in one text and a person
+  named in the other doing one act to one thing ("user pays the bill" / "Dana
+  pays the bill");
 - **negation**: a negation attached on one side only, or "almost" / "nearly"
   on a verb ("almost moved to Berlin");
 - **time change**: the same verb in another tense (a change of person, "knits"
@@ -1294,7 +1296,12 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
     b, in_b = _negation_in_prefix(b, a)
     a, in_a = _negation_in_prefix(a, b)
     matched, left, right = _pairs(a, b)
-    veto = per_what or _contrast_swapped(a, b, matched) or _judge(matched, left, right)
+    veto = (
+        per_what
+        or _contrast_swapped(a, b, matched)
+        or _judge(matched, left, right)
+        or _user_doer_replaced(a, b, left, right)
+    )
     verb_swap = False
     if veto is None:
         swap, liftable = _swapped(left, right)
@@ -2106,6 +2113,42 @@ def _swap(x: Word, y: Word) -> GuardVeto | None:
         # them ("Brother-in-law Luis" read as an adverb).
         return _veto("value_change", f"'{x.key}' vs '{y.key}'")
     return None
+
+
+def _user_doer_replaced(
+    a: AlignedText, b: AlignedText, left: Sequence[Word], right: Sequence[Word]
+) -> GuardVeto | None:
+    """The user as the subject of a verb one text tells, a person the other names
+    as the subject of the same verb done to the same thing ("user pays the larger
+    share" / "Dana pays the larger share"): another doer. Both verbs finite with
+    the same object: a note's participle has no subject of its own, whatever the
+    parse reads ("Dog: Comet, adopted 2020": "Dog" as the doer)."""
+    for users, others, user_text, other_text in ((left, right, a, b), (right, left, b, a)):
+        for user in users:
+            if user.key != _SELF or user.dep != "nsubj":
+                continue
+            for other in others:
+                if (
+                    other.pos == "PROPN"
+                    and other.dep == "nsubj"
+                    and other.head_key == user.head_key
+                    and _told_with_tense(user_text, user.head_key)
+                    and _told_with_tense(other_text, other.head_key)
+                    and _objects(user_text, user.head_key) == _objects(other_text, other.head_key)
+                    and _objects(user_text, user.head_key)
+                ):
+                    return _veto(
+                        "role_change", f"'{user.head_key}': done by the user vs '{other.key}'"
+                    )
+    return None
+
+
+def _objects(text: AlignedText, verb: str) -> frozenset[str]:
+    return frozenset(w.key for w in text.words if w.dep == "dobj" and w.head_key == verb)
+
+
+def _told_with_tense(text: AlignedText, verb: str) -> bool:
+    return any(w.key == verb and w.pos in {"VERB", "AUX"} and w.tense for w in text.words)
 
 
 def _relative(word: Word) -> bool:

@@ -1,8 +1,9 @@
-"""Two readings of the parse alignment (consumer.domain.alignment), real spaCy
+"""Readings of the parse alignment (consumer.domain.alignment), real spaCy
 pipeline: time in short notes (a note's past participle, a past "was" against a
 note without a verb, a main verb going on against one that has or did the
-thing), and an agent noun against its verb ("Manager is Priya" says Priya
-manages the user; "I manage Priya" says the user manages her).
+thing), an agent noun against its verb ("Manager is Priya" says Priya
+manages the user; "I manage Priya" says the user manages her), and the user
+against a named person as the doer of one act.
 
 Sentences here are written for these tests, not taken from the labelled pair sets.
 """
@@ -142,3 +143,35 @@ def test_the_named_one_doing_the_act_is_the_same_role(
 )
 def test_agent_nouns(noun: str, verb: str, agent: bool) -> None:
     assert _agent_noun_of(noun, verb) is agent
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        ("User pays the electricity bill", "Marco pays the electricity bill"),
+        ("I water the plants on Sundays", "Ilse waters the plants on Sundays"),
+        (
+            "Shares a flat with Jonas; the user pays the internet bill",
+            "Shares a flat with Jonas; Jonas pays the internet bill",
+        ),
+    ],
+)
+def test_the_user_against_a_named_doer_of_the_same_act_is_a_role_change(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    assert kinds_both_ways(aligner, existing, new) == ["role_change", "role_change"]
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        ("User pays the electricity bill", "I pay the electricity bill"),
+        ("Waters the plants on Sundays", "User waters the plants on Sundays"),
+        # a note's participle: the parse reads the heading as its doer
+        ("User adopted a tabby cat named Pixel in 2021.", "Cat: Pixel, tabby, adopted 2021"),
+    ],
+)
+def test_the_user_told_otherwise_is_the_same_doer(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    assert "role_change" not in kinds_both_ways(aligner, existing, new)
