@@ -27,7 +27,8 @@ unmatched and in which role:
   on a verb ("almost moved to Berlin");
 - **time change**: the same verb in another tense (a change of person, "knits"
   / "I knit", is none), or a modal ("might move"), "used to", "plans to",
-  "finished", "is supposed to", "would like" frame on one side only; a change
+  "finished", "is supposed to", "would like" frame on one side only, or a
+  proposal or expectation over a clause ("proposes that services use gRPC"); a change
   under way ("is moving to the Business plan") against a state; a note's past
   ("Worked as a nurse") or a past "was" against the present or a note without a
   verb; a verb going on ("is fostering a beagle") against one that has or did
@@ -589,7 +590,10 @@ def _words(doc: Doc) -> AlignedText:
             continue  # a frame ("used to", "plans to") is judged through its verb
         # A verb that reports or frames the clause it governs ("says they like",
         # "..., they mentioned") states no fact of its own: aligned, never unmatched.
-        framing = verb and not frame_verb and _frames_a_clause(token)
+        # One of wish or proposal does ("proposes that services use gRPC"): what it
+        # governs is not (yet) a fact.
+        irrealis = key in _IRREALIS_VERBS
+        framing = verb and not frame_verb and not irrealis and _frames_a_clause(token)
         light = light_verb or framing
         # The frame verb over this one ("Stopped" of "Stopped taking"), else itself.
         framed_by = _framing(token) if verb else token
@@ -2001,7 +2005,9 @@ def _judge(
         # "I want metric units" / "Prefers metric units": one preference.
         preferred = word.key == "want" and _tells_a_preference(other_words)
         irrealis = word.key in _IRREALIS_VERBS and not _scheduled(word)
-        if irrealis and word.pos == "VERB" and not preferred:
+        # One proposal or wish for another ("suggested" / "proposed") is none on
+        # one side only.
+        if irrealis and word.pos == "VERB" and not preferred and not _tells_a_wish(other_words):
             return _veto("time_change", f"'{word.key}' on one side only")
         under_way = _change_under_way(word) and not _same_way(word, matched, word in left)
         if under_way and not any(_progressive(w) for w in other_words):
@@ -2299,8 +2305,9 @@ _MAX_SWAP: Final = 2
 # "wants a Tesla"). Not "need": a need is often the fact itself ("needs an oil
 # change" / "is due for an oil change").
 _IRREALIS_VERBS: Final = frozenset(
-    {"want", "wish", "hope", "plan", "intend", "consider", "expect", "aim", "offer"}
-)
+    {"want", "wish", "hope", "plan", "intend", "consider", "expect", "aim", "offer",
+     "propose", "suggest", "recommend"}
+)  # fmt: skip
 _MODIFIER_DEPS: Final = frozenset({"amod", "compound", "nmod", "nummod", "advmod"})
 # Modifiers that place a fact in time: one on one side only changes when it holds.
 _TIME_MODIFIERS: Final = frozenset(

@@ -2,8 +2,9 @@
 pipeline: time in short notes (a note's past participle, a past "was" against a
 note without a verb, a main verb going on against one that has or did the
 thing), an agent noun against its verb ("Manager is Priya" says Priya
-manages the user; "I manage Priya" says the user manages her), and the user
-against a named person as the doer of one act.
+manages the user; "I manage Priya" says the user manages her), the user
+against a named person as the doer of one act, and a proposal or expectation
+that governs a clause.
 
 Sentences here are written for these tests, not taken from the labelled pair sets.
 """
@@ -175,3 +176,38 @@ def test_the_user_told_otherwise_is_the_same_doer(
     aligner: PairAligner, existing: str, new: str
 ) -> None:
     assert "role_change" not in kinds_both_ways(aligner, existing, new)
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        (
+            "The team uses trunk-based development",
+            "The RFC proposes that the team use trunk-based development",
+        ),
+        (
+            "Takes vitamin D every morning",
+            "The doctor recommended that the user take vitamin D every morning",
+        ),
+        ("The release ships on Friday", "User expects that the release ships on Friday"),
+    ],
+)
+def test_a_proposal_over_a_clause_is_no_fact_yet(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    assert kinds_both_ways(aligner, existing, new) == ["time_change", "time_change"]
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        # one proposal for another: no longer a fact against a proposal
+        ("Maria suggested that standups move to 10am", "Maria proposed moving standups to 10am"),
+        # a verb that reports what the user says states no fact of its own
+        ("User said they like oolong tea", "User likes oolong tea"),
+    ],
+)
+def test_a_proposal_against_a_proposal_or_a_report_is_no_time_change(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    assert "time_change" not in kinds_both_ways(aligner, existing, new)
