@@ -1859,8 +1859,14 @@ def _root_tense(
     for told, other in ((a, b), (b, a)):
         # "Was allergic to cats" / "Allergic to cats": a note without a verb tells
         # what holds now. Not a value the note records ("BP 128/82 at the last
-        # checkup" / "... was 128/82"): the past reports the value it dates.
-        recorded = set(told.numbers) & set(other.numbers)
+        # checkup" / "... was 128/82"): the past reports the value it dates, where
+        # "was" has no common noun or adjective for a complement ("was owner of 2
+        # flats" reports a role, whatever numbers come with it; "was 5.4 mmol/L"
+        # has the unit, read as a name, for one).
+        recorded = set(told.numbers) & set(other.numbers) and not any(
+            w.dep in {"attr", "acomp"} and w.head_key == "be" and w.pos in {"NOUN", "ADJ"}
+            for w in told.words
+        )
         verbless = not other.main_verb[0] and not any(w.tense for w in other.words)
         if _past_copula(told) and verbless and not recorded:
             return _veto("time_change", "'be': Past vs a note without a verb")

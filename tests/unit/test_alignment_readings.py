@@ -211,3 +211,22 @@ def test_a_proposal_against_a_proposal_or_a_report_is_no_time_change(
     aligner: PairAligner, existing: str, new: str
 ) -> None:
     assert "time_change" not in kinds_both_ways(aligner, existing, new)
+
+
+@pytest.mark.parametrize(
+    ("existing", "new", "kinds"),
+    [
+        # a role told in the past, whatever numbers come with it
+        ("Owner of 2 rental flats in Leeds", "Was owner of 2 rental flats in Leeds", "time_change"),
+        ("Captain of the 5-a-side football team", "Was captain of the 5-a-side football team",
+         "time_change"),
+        # a value the note records, which the past dates
+        ("Weight 81 kg in January", "Weight was 81 kg in January", None),
+        ("Resting heart rate 62 at the last checkup",
+         "Resting heart rate was 62 at the last checkup", None),
+    ],
+)  # fmt: skip
+def test_a_past_was_with_shared_numbers(
+    aligner: PairAligner, existing: str, new: str, kinds: str | None
+) -> None:
+    assert kinds_both_ways(aligner, existing, new) == [kinds, kinds]
