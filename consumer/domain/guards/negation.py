@@ -36,6 +36,8 @@ _NOUN_MARKERS: Final = frozenset(
      "bus", "tram", "train", "pit", "one", "each", "every", "no", "without"}
 )  # fmt: skip
 _GIVE: Final = frozenset({"give", "gives", "gave", "given", "giving"})
+# "called off": cancelled, in two words.
+_CALL: Final = frozenset({"call", "calls", "called", "calling"})
 # Negator + next word that is not a negation: "not only", "no doubt", "nothing but",
 # "never mind", "without doubt", "can't wait".
 _NOT_NEGATING_NEXT: Final[dict[str, frozenset[str]]] = {

@@ -10,6 +10,7 @@ from consumer.domain.guards.negation import (
     _AGAINST_STEMS,
     _ANTONYM_PHRASES,
     _ANTONYMS,
+    _CALL,
     _GIVE,
     _NOUN_MARKERS,
     _POLARITY_WORDS,
@@ -107,8 +108,9 @@ def _analyse_words(lowered: str) -> _Words:
             cues.append(f"{prev} against")
             units.append(_NEGATION_MARK)
             continue
-        if (raw in _POLARITY_WORDS and prev not in _NOUN_MARKERS) or (raw in _GIVE and nxt == "up"):
-            cues.append(raw if raw not in _GIVE else f"{raw} up")
+        phrasal = (raw in _GIVE and nxt == "up") or (raw in _CALL and nxt == "off")
+        if (raw in _POLARITY_WORDS and prev not in _NOUN_MARKERS) or phrasal:
+            cues.append(f"{raw} {nxt}" if phrasal else raw)
             units.append(_stem(raw))
             continue
         word = raw
