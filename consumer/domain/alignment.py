@@ -2117,7 +2117,9 @@ def _verb_for_verb(x: Word, y: Word) -> bool:
 
 
 def _swap(x: Word, y: Word) -> GuardVeto | None:
-    one_stance = {x.key, y.key} == {"want", "prefer"}  # `_tells_a_preference`
+    one_stance = {x.key, y.key} == {"want", "prefer"} or (  # `_tells_a_preference`
+        x.key in _PROPOSING and y.key in _PROPOSING
+    )
     if _kind(x) == _kind(y) and _kind(x) and _same_slot(x, y) and not one_stance:
         return _veto("value_change", f"'{x.key}' vs '{y.key}' ({x.dep})")
     if _relative(x) and _relative(y):
@@ -2314,6 +2316,8 @@ _IRREALIS_VERBS: Final = frozenset(
     {"want", "wish", "hope", "plan", "intend", "consider", "expect", "aim", "offer",
      "propose", "suggest", "recommend"}
 )  # fmt: skip
+# Verbs that put a course forward: one for another tells one proposal.
+_PROPOSING: Final = frozenset({"propose", "suggest", "recommend"})
 _MODIFIER_DEPS: Final = frozenset({"amod", "compound", "nmod", "nummod", "advmod"})
 # Modifiers that place a fact in time: one on one side only changes when it holds.
 _TIME_MODIFIERS: Final = frozenset(
