@@ -28,8 +28,8 @@ unmatched and in which role:
 - **time change**: the same verb in another tense (a change of person, "knits"
   / "I knit", is none), or a modal ("might move"), "used to", "plans to",
   "finished", "is supposed to", "would like" frame on one side only, or a
-  proposal or expectation over a clause ("proposes that services use gRPC"); a change
-  under way ("is moving to the Business plan") against a state; a note's past
+  proposal or expectation over a clause ("proposes that services use gRPC"); a
+  change under way ("is moving to the Business plan") against a state; a note's past
   ("Worked as a nurse") or a past "was" against the present or a note without a
   verb; a verb going on ("is fostering a beagle") against one that has or did
   the thing ("has a beagle").
@@ -1887,10 +1887,7 @@ def _agent_noun_turned(a: AlignedText, b: AlignedText) -> GuardVeto | None:
             for verb in act.words:
                 if verb.pos != "VERB" or not _agent_noun_of(noun.key, verb.key):
                     continue
-                done_to = any(
-                    w.key == name.key and w.dep == "dobj" and w.head_key == verb.key
-                    for w in act.words
-                )
+                done_to = name.key in _objects(act, verb.key)
                 doers = [w for w in act.words if w.dep == "nsubj" and w.head_key == verb.key]
                 by_user = all(w.key == _SELF for w in doers)
                 if done_to and by_user:
@@ -2011,9 +2008,10 @@ def _judge(
         # "I want metric units" / "Prefers metric units": one preference.
         preferred = word.key == "want" and _tells_a_preference(other_words)
         irrealis = word.key in _IRREALIS_VERBS and not _scheduled(word)
+        wish_beside = _tells_a_wish(other_words)
         # One proposal or wish for another ("suggested" / "proposed") is none on
         # one side only.
-        if irrealis and word.pos == "VERB" and not preferred and not _tells_a_wish(other_words):
+        if irrealis and word.pos == "VERB" and not preferred and not wish_beside:
             return _veto("time_change", f"'{word.key}' on one side only")
         under_way = _change_under_way(word) and not _same_way(word, matched, word in left)
         if under_way and not any(_progressive(w) for w in other_words):
@@ -2023,9 +2021,7 @@ def _judge(
         if word.frame == _USED_TO and word.pos == "VERB":
             # "used to handle scheduling": a habit that has ended, against one that holds.
             return _veto("time_change", f"'{word.frame}' over '{word.key}' on one side only")
-        wished = _tells_a_wish(other_words) or (
-            word.frame == "want" and _tells_a_preference(other_words)
-        )
+        wished = wish_beside or (word.frame == "want" and _tells_a_preference(other_words))
         if word.frame in _IRREALIS_VERBS and word.pos == "VERB" and not wished:
             # The frame verb is no word of its own: "the user wants it under 10".
             return _veto("time_change", f"'{word.frame}' over '{word.key}' on one side only")
@@ -2139,21 +2135,17 @@ def _user_doer_replaced(
     parse reads ("Dog: Comet, adopted 2020": "Dog" as the doer)."""
     for users, others, user_text, other_text in ((left, right, a, b), (right, left, b, a)):
         for user in users:
-            if user.key != _SELF or user.dep != "nsubj":
+            verb = user.head_key
+            if user.key != _SELF or user.dep != "nsubj" or not _told_with_tense(user_text, verb):
+                continue
+            objects = _objects(user_text, verb)
+            if not objects or objects != _objects(other_text, verb):
+                continue
+            if not _told_with_tense(other_text, verb):
                 continue
             for other in others:
-                if (
-                    other.pos == "PROPN"
-                    and other.dep == "nsubj"
-                    and other.head_key == user.head_key
-                    and _told_with_tense(user_text, user.head_key)
-                    and _told_with_tense(other_text, other.head_key)
-                    and _objects(user_text, user.head_key) == _objects(other_text, other.head_key)
-                    and _objects(user_text, user.head_key)
-                ):
-                    return _veto(
-                        "role_change", f"'{user.head_key}': done by the user vs '{other.key}'"
-                    )
+                if other.pos == "PROPN" and other.dep == "nsubj" and other.head_key == verb:
+                    return _veto("role_change", f"'{verb}': done by the user vs '{other.key}'")
     return None
 
 

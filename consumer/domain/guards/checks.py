@@ -11,7 +11,7 @@ from typing import Final
 
 from consumer.domain.guards.negation import _antonym_clashes, _negation_veto
 from consumer.domain.guards.numbers import _numbers_veto, _Quantities, _quantities
-from consumer.domain.guards.order import _fillers_exchanged, _month_first, _word_order_veto
+from consumer.domain.guards.order import _word_order_veto, _words_fillers_exchanged
 from consumer.domain.guards.relations import _relation_veto
 from consumer.domain.guards.text import _Words
 from consumer.domain.guards.words import _analyse_words
@@ -64,9 +64,7 @@ def fillers_exchanged(existing: str, new: str) -> bool:
     those govern traded between them ("switch to Kafka, back to RabbitMQ" /
     "switch to RabbitMQ, back to Kafka"): the word-order guard's surest veto,
     which no parse should lift (the parser often reads such a list wrong)."""
-    units_a = _month_first(_features(existing).words.units)
-    units_b = _month_first(_features(new).words.units)
-    return _fillers_exchanged(units_a, units_b)
+    return _words_fillers_exchanged(_features(existing).words, _features(new).words)
 
 
 def adds_quantities(existing: str, new: str) -> bool:

@@ -128,6 +128,12 @@ def _fillers_exchanged(a: Sequence[str], b: Sequence[str]) -> bool:
     return False
 
 
+def _words_fillers_exchanged(a: _Words, b: _Words) -> bool:
+    """`_fillers_exchanged` of two texts' words, dates read month first as the
+    guard reads them."""
+    return _fillers_exchanged(_month_first(a.units), _month_first(b.units))
+
+
 def _slot(filler: tuple[str, str, tuple[str, ...]]) -> tuple[str, str]:
     return filler[0], filler[1]
 
