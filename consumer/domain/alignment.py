@@ -10,7 +10,8 @@ unmatched and in which role:
   phrasal verb's particle changed: "lives in Porto" / "lives in Faro", "window
   seat" / "aisle seat", "turned on" / "turned off"; a direction reversed ("went
   up" / "went down"); another part of the subject's group ("most of the team" /
-  "the team"); a modifier that makes another role ("vice president"); an
+  "the team") or of a thing ("reviews all pull requests" / "some pull
+  requests"); a modifier that makes another role ("vice president"); an
   exception on one side only ("except almonds");
 - **role change**: an aligned noun changes role (subject / object / the
   preposition that introduces it): "sublets a flat to Ana" / "from Ana"; opposed
@@ -22,7 +23,8 @@ unmatched and in which role:
   the other ("spaces rather than tabs"); an agent noun's act done by the user
   ("Manager is Priya" / "I manage Priya"); the user in one text and a person
   named in the other doing one act to one thing ("user pays the bill" / "Dana
-  pays the bill");
+  pays the bill"); what a person is made someone they deal with ("is the team
+  lead" / "reports to the team lead");
 - **negation**: a negation attached on one side only, or "almost" / "nearly"
   on a verb ("almost moved to Berlin");
 - **time change**: the same verb in another tense (a change of person, "knits"
@@ -40,8 +42,9 @@ then needs less of the model (a note and its sentence), where the guards raised
 nothing.
 
 `equivalent` is true when nothing at all is unmatched, every participant keeps
-its role and every word stays attached where its partner is (a list member
-where its list stands, a cleft's focus where its wh-word stands): only then may a
+its role, every word stays attached where its partner is (a list member
+where its list stands, a cleft's focus where its wh-word stands) and both speak
+of as much of each thing ("speaks French" / "speaks some French"): only then may a
 semantic skip drop the new text (a merge keeps it), and the numbers written
 alike must come in the same order. `vouches_for_amounts` is true when the texts
 are equivalent and only their amounts are written otherwise ("8 weeks" / "56
@@ -194,6 +197,9 @@ class AlignedText:
     # and the gender of its third-person pronouns ("he" / "she").
     quantifiers: frozenset[str] = frozenset()
     genders: frozenset[str] = frozenset()
+    # How much of a thing the fact is about, elsewhere than in its subject ("speaks
+    # some French", "reviews all pull requests"): `_object_quantifiers`.
+    object_quantifiers: frozenset[str] = frozenset()
     # Whether the text's amounts are told per member ("16 GB each") or for the
     # whole ("16 GB total"): `_amount_scopes`.
     amount_scopes: frozenset[str] = frozenset()
@@ -644,6 +650,7 @@ def _words(doc: Doc) -> AlignedText:
         prepositions,
         _quantifiers(doc),
         genders,
+        _object_quantifiers(doc),
         _amount_scopes(doc, in_rates),
         numbers,
         _contrast_marker(doc),
@@ -760,6 +767,62 @@ def _quantifiers(doc: Doc) -> frozenset[str]:
         before = doc[token.i - 1].lower_ if token.i else ""
         found.add("some" if meaning == "few" and before == "a" else meaning)
     return frozenset(found)
+
+
+# What a determiner says of how much of a thing a fact is about, outside its
+# subject: a part, or the whole ("all", "every", "each" said outright).
+_OBJECT_QUANTIFIERS: Final = {
+    "some": "some", "several": "some", "most": "most", "many": "many", "few": "few",
+    "all": "all", "every": "all", "each": "all",
+}  # fmt: skip
+_WHOLE: Final = "all"
+
+
+def _object_quantifiers(doc: Doc) -> frozenset[str]:
+    """How much of a thing other than the subject the text speaks of: a
+    determiner of a noun ("speaks some French", "reviews all pull requests") or a
+    pronoun with "of" ("owns most of the services"). Not before a number ("some
+    10 per cent", "every 6 months": a rate, for the numbers guard) nor as an
+    adverb ("likes it the most")."""
+    found = set()
+    for token in doc:
+        meaning = _OBJECT_QUANTIFIERS.get(token.lower_)
+        if meaning is None or _of_the_subject(token):
+            continue
+        if token.dep_ in {"det", "amod", "predet", "nummod"} and token.head.pos_ in _NOMINAL_POS:
+            noun = token.head
+        elif token.dep_ in {"dobj", "pobj", "attr"} and any(
+            c.dep_ == "prep" and c.lower_ == "of" for c in token.children
+        ):
+            noun = token
+        else:
+            continue
+        if noun.dep_ in _SUBJECT_QUANTIFIER_DEPS or any(
+            c.like_num for c in noun.children if c is not token
+        ):
+            continue
+        if token.i + 1 < len(doc) and doc[token.i + 1].like_num:
+            continue
+        before = doc[token.i - 1].lower_ if token.i else ""
+        found.add("some" if meaning == "few" and before == "a" else meaning)
+    return frozenset(found)
+
+
+def _scope_changed(a: AlignedText, b: AlignedText) -> GuardVeto | None:
+    """Another part of a thing the fact is about ("reviews all pull requests" /
+    "reviews some pull requests", "most" / "a few"): a part on one side against
+    another part, or against the whole said outright."""
+    mine, theirs = a.object_quantifiers, b.object_quantifiers
+    if mine == theirs or not (mine and theirs):
+        return None
+    shown = " / ".join(", ".join(sorted(q)) for q in (mine, theirs))
+    return _veto("value_change", f"how much of it: {shown}")
+
+
+def _same_scope(a: AlignedText, b: AlignedText) -> bool:
+    """Whether the texts speak of as much of each thing: a part on one side only
+    ("speaks some French" / "speaks French") narrows the fact, so no skip."""
+    return a.object_quantifiers - {_WHOLE} == b.object_quantifiers - {_WHOLE}
 
 
 _FRACTION_WORDS: Final = frozenset({"half", "quarter", "third"})
@@ -1330,7 +1393,13 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
     amounts_rewritten = sorted(a.numbers) != sorted(b.numbers)
     numbers_in_order = amounts_rewritten or a.numbers == b.numbers
     equivalent = (
-        not left and not right and same_roles and same_places and readable and numbers_in_order
+        not left
+        and not right
+        and same_roles
+        and same_places
+        and readable
+        and numbers_in_order
+        and _same_scope(a, b)
     )
     reordered = not left and not right and readable and not _taken_over(matched)
     return Alignment(
@@ -1432,9 +1501,11 @@ def _beyond_words(
         or _agent_noun_turned(a, b)
         or _opposed_prepositions(a, b)
         or _group_or_person(a, b)
+        or _scope_changed(a, b)
         or _exception(a, b)
         or _copula_owner_traded(a, b)
         or _preposition_object_made_doer(a, b, matched)
+        or _identity_made_other(a, b, matched)
         or _named_one_made_owner(a, b, matched)
         or _user_left_out_as_doer(a, b, matched)
         or _event_planned_then_done(a, b, matched)
@@ -1716,6 +1787,44 @@ def _preposition_object_made_doer(
             taken = any(w.place == one.place and w.key != other.key for w in other_text.words)
             if taken:
                 return _veto("role_change", f"'{verb}': '{one.key}' {preposition} vs doing it")
+    return None
+
+
+# Prepositions that say what the subject is ("works as a nurse"), not another
+# participant.
+_IDENTITY_PREPOSITIONS: Final = frozenset({"as", "like"})
+
+
+def _identity_made_other(
+    a: AlignedText, b: AlignedText, matched: Sequence[tuple[Word, Word]]
+) -> GuardVeto | None:
+    """What a person is in one text ("User is the team lead", "Anna is the
+    user's manager") is another participant the same person acts towards in the
+    other ("User reports to the team lead", "Anna works with the user's
+    manager"). Not "works as a nurse", which says what the subject is, nor a
+    thing's value ("heart rate is 58 bpm" / "sits at 58 bpm")."""
+    for x, y in matched:
+        for one, other, one_text, other_text in ((x, y, a, b), (y, x, b, a)):
+            if one.dep != "attr" or one.head_key != "be":
+                continue
+            if not other.role.startswith("prep:"):
+                continue
+            preposition = other.role.removeprefix("prep:")
+            verb = other.place[1]
+            if preposition in _IDENTITY_PREPOSITIONS or verb == "be":
+                continue
+            subjects = [
+                {
+                    (w.key, w.key == _SELF or w.pos == "PROPN")
+                    for w in text.words
+                    if w.place == ("subj", head)
+                }
+                for text, head in ((one_text, "be"), (other_text, verb))
+            ]
+            if subjects[0] and subjects[0] == subjects[1] and all(p for _, p in subjects[0]):
+                return _veto(
+                    "role_change", f"'{one.key}': what the subject is vs '{verb} {preposition}'"
+                )
     return None
 
 

@@ -589,3 +589,29 @@ async def test_only_names_in_one_slot_are_a_changed_value(
     assert_folded(decisions, "t1", into="s1", outcomes=("merged", "skipped"))
     assert_folded(decisions, "t2", into="s2", outcomes=("merged", "skipped"))
     assert_kept_apart(decisions, "t3", from_="s3", guard="alignment")
+
+
+SCOPE_STORED = [
+    event("q1", "User speaks Portuguese"),
+    event("q2", "User reviews all pull requests"),
+    event("q3", "User is the design lead"),
+]
+SCOPE = [
+    event("r1", "User speaks some Portuguese"),
+    event("r2", "User reviews some pull requests"),
+    event("r3", "User reports to the design lead"),
+]
+
+
+async def test_a_part_of_a_thing_is_never_skipped_and_what_a_person_is_keeps_its_role(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    # "some" was read as a word of no content: the first two were skipped (the new
+    # text dropped), and "is the design lead" / "reports to the design lead" merged.
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(settings, real_embedder, SCOPE_STORED, SCOPE)
+    assert_folded(decisions, "r1", into="q1", outcomes=("merged",))
+    kept = assert_kept_apart(decisions, "r2", from_="q2", guard="alignment")
+    assert kept["guard"]["detail"] == "value_change: how much of it: all / some"
+    kept = assert_kept_apart(decisions, "r3", from_="q3", guard="alignment")
+    assert kept["related"][0]["kind"] == "role_change"

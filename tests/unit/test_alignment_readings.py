@@ -230,3 +230,64 @@ def test_a_past_was_with_shared_numbers(
     aligner: PairAligner, existing: str, new: str, kinds: str | None
 ) -> None:
     assert kinds_both_ways(aligner, existing, new) == [kinds, kinds]
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        ("User reviews all pull requests", "User reviews some pull requests"),
+        ("Mateo answers every support ticket", "Mateo answers a few support tickets"),
+        ("User tastes most of the wines", "User tastes some of the wines"),
+    ],
+)
+def test_another_part_of_a_thing_is_a_changed_value(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    assert kinds_both_ways(aligner, existing, new) == ["value_change", "value_change"]
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        ("User speaks Portuguese", "User speaks some Portuguese"),
+        ("Likes some folk music", "Likes folk music"),
+        ("User reads all the newsletters", "User reads the newsletters"),
+    ],
+)
+def test_a_part_on_one_side_only_is_never_equivalent(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    # A part said on one side narrows the fact: at most a merge, which keeps the
+    # new text; "all" said outright is what a text without one says.
+    for first, second in ((existing, new), (new, existing)):
+        alignment = aligner.check(first, second)
+        assert alignment.veto is None
+        assert alignment.equivalent is ("some" not in existing + new.lower())
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        ("User is the design lead", "User reports to the design lead"),
+        ("Nadia is the user's landlord", "Nadia rents a flat from the user's landlord"),
+        ("User is the club treasurer", "User works with the club treasurer"),
+    ],
+)
+def test_what_a_person_is_made_someone_they_deal_with_is_a_role_change(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    assert kinds_both_ways(aligner, existing, new) == ["role_change", "role_change"]
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        ("User is a pharmacist", "User works as a pharmacist"),
+        ("Blood pressure is 120 over 80 mmHg", "Blood pressure sits at 120 over 80 mmHg"),
+        ("User's favourite dessert is tiramisu", "User loves tiramisu"),
+    ],
+)
+def test_what_a_person_is_told_otherwise_is_no_role_change(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    assert "role_change" not in kinds_both_ways(aligner, existing, new)
