@@ -2442,6 +2442,8 @@ _OPPOSED_PREPOSITIONS: Final = frozenset(
     {
         frozenset({"to", "from"}),
         frozenset({"before", "after"}),
+        frozenset({"since", "until"}),  # "worked there since 2019" / "until 2019"
+        frozenset({"since", "till"}),
         frozenset({"for", "against"}),
         frozenset({"with", "without"}),
         frozenset({"into", "out"}),

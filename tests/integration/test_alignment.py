@@ -595,19 +595,24 @@ SCOPE_STORED = [
     event("q1", "User speaks Portuguese"),
     event("q2", "User reviews all pull requests"),
     event("q3", "User is the design lead"),
+    event("q4", "User coached the junior team until 2021"),
+    event("q5", "Grandma is over 90"),
 ]
 SCOPE = [
     event("r1", "User speaks some Portuguese"),
     event("r2", "User reviews some pull requests"),
     event("r3", "User reports to the design lead"),
+    event("r4", "User coached the junior team since 2021"),
+    event("r5", "Grandma is under 90"),
 ]
 
 
-async def test_a_part_of_a_thing_is_never_skipped_and_what_a_person_is_keeps_its_role(
+async def test_parts_bounds_and_what_a_person_is_are_kept(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
-    # "some" was read as a word of no content: the first two were skipped (the new
-    # text dropped), and "is the design lead" / "reports to the design lead" merged.
+    # "some" was read as a word of no content, and a bound on a year or an age
+    # as none: all but the design lead were skipped (the new text dropped), and
+    # "is the design lead" / "reports to the design lead" merged.
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
     decisions = await decide_after_stored(settings, real_embedder, SCOPE_STORED, SCOPE)
     assert_folded(decisions, "r1", into="q1", outcomes=("merged",))
@@ -615,3 +620,6 @@ async def test_a_part_of_a_thing_is_never_skipped_and_what_a_person_is_keeps_its
     assert kept["guard"]["detail"] == "value_change: how much of it: all / some"
     kept = assert_kept_apart(decisions, "r3", from_="q3", guard="alignment")
     assert kept["related"][0]["kind"] == "role_change"
+    kept = assert_kept_apart(decisions, "r4", from_="q4", guard="alignment")
+    assert kept["guard"]["detail"] == "role_change: 'coach': until vs since"
+    assert_kept_apart(decisions, "r5", from_="q5", guard="negation")

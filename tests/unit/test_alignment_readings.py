@@ -291,3 +291,17 @@ def test_what_a_person_is_told_otherwise_is_no_role_change(
     aligner: PairAligner, existing: str, new: str
 ) -> None:
     assert "role_change" not in kinds_both_ways(aligner, existing, new)
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        ("Coached the junior team until 2021", "Coached the junior team since 2021"),
+        ("User rowed at the club till June", "User rowed at the club since June"),
+    ],
+)
+def test_since_against_until_is_a_role_change(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    # The year is a quantity no word aligns with: the prepositions are read alone.
+    assert kinds_both_ways(aligner, existing, new) == ["role_change", "role_change"]

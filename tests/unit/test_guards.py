@@ -480,9 +480,13 @@ ANTONYM_AND_AGAINST_VETO = [
     ("The team voted for the new logo", "The team voted against the new logo"),
     ("User prefers light mode", "User prefers dark mode"),
     ("Dark mode is enabled for the user", "Dark mode is disabled for the user"),
+    # a bound on an amount, which the numbers guard reads as the same amount
+    ("Grandma is over 90", "Grandma is under 90"),
+    ("The repo has above 300 open issues", "The repo has below 300 open issues"),
 ]  # fmt: skip
 ANTONYM_PASS = [
     ("The gym is not open on Sundays", "The gym is closed on Sundays"),
+    ("Grandma is over 90", "Grandma is above 90"),
     ("The gym is open on Sundays", "The gym opens on Sundays"),
     ("The shop opens at 9 and closes at 5", "The shop closes at 5 and opens at 9"),
     ("We decided to use Postgres", "The decision was to use Postgres"),

@@ -101,6 +101,7 @@ _ANTONYM_GROUPS: Final[tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]] = (
     (("hot",), ("cold",)),
     (("early",), ("late",)),
     (("more",), ("less", "fewer")),
+    (("over", "above"), ("under", "below")),  # "is over 40" / "is under 40"
     (("old", "older"), ("new", "newer", "young", "younger")),
 )  # fmt: skip
 
