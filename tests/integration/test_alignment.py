@@ -597,6 +597,7 @@ SCOPE_STORED = [
     event("q3", "User is the design lead"),
     event("q4", "User coached the junior team until 2021"),
     event("q5", "Grandma is over 90"),
+    event("q6", "Noor covers the phone bill"),
 ]
 SCOPE = [
     event("r1", "User speaks some Portuguese"),
@@ -604,15 +605,16 @@ SCOPE = [
     event("r3", "User reports to the design lead"),
     event("r4", "User coached the junior team since 2021"),
     event("r5", "Grandma is under 90"),
+    event("r6", "Noor covers half the phone bill"),
 ]
 
 
 async def test_parts_bounds_and_what_a_person_is_are_kept(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
-    # "some" was read as a word of no content, and a bound on a year or an age
-    # as none: all but the design lead were skipped (the new text dropped), and
-    # "is the design lead" / "reports to the design lead" merged.
+    # "some" and "half" were read as words of no content, and a bound on a year
+    # or an age as none: all but the design lead were skipped (the new text
+    # dropped), and "is the design lead" / "reports to the design lead" merged.
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
     decisions = await decide_after_stored(settings, real_embedder, SCOPE_STORED, SCOPE)
     assert_folded(decisions, "r1", into="q1", outcomes=("merged",))
@@ -623,3 +625,4 @@ async def test_parts_bounds_and_what_a_person_is_are_kept(
     kept = assert_kept_apart(decisions, "r4", from_="q4", guard="alignment")
     assert kept["guard"]["detail"] == "role_change: 'coach': until vs since"
     assert_kept_apart(decisions, "r5", from_="q5", guard="negation")
+    assert_kept_apart(decisions, "r6", from_="q6", guard="numbers")

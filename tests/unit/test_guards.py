@@ -105,6 +105,10 @@ NUMBERS_VETO = [
     ("User prefers seat 14C on the red-eye.", "User prefers seat 14D on the red-eye."),
     ("Leads routes graded 6a indoors.", "Leads routes graded 6c indoors."),
     ("Lives in flat 4b.", "Lives in flat 4e."),
+    # half of a thing, against the whole or another part of it
+    ("Noor covers the phone bill", "Noor covers half the phone bill"),
+    ("User owns half of the bakery", "User owns the bakery"),
+    ("Inés pays half the rent", "Inés pays a third of the rent"),
 ]
 
 NUMBERS_PASS = [
@@ -198,6 +202,8 @@ NUMBERS_PASS = [
     # (reordered conjuncts), while "from 3 to 5" / "from 5 to 3" does not.
     ("Between 3 and 5 guests", "Between 5 and 3 guests"),
     ("User has 2 cats and 3 dogs", "User has 3 dogs and 2 cats"),
+    ("Half the choir sings alto", "50% of the choir sings alto"),
+    ("Inés pays half the rent", "Inés pays half of the rent"),
 ]
 
 # --- negation / polarity ---

@@ -658,13 +658,19 @@ def _is_period(low: str) -> bool:
     return weekday or word in _WEEKDAYS or word in _WEEKDAYS_EXTRA or word in _PERIODS
 
 
+_BEFORE_HALF_A_THING: Final = frozenset(
+    {"a", "an", "the", "my", "his", "her", "their", "our", "your", "its", "this", "that"}
+)
+
+
 def _half_of_a_thing(lows: Sequence[str], i: int) -> bool:
     """Whether "half" at ``i`` is 0.5 of a thing ("half a tablet", "half of an
-    apple"), not of a unit ("half an hour" is 30 minutes) or a number ("half a dozen")."""
+    apple", "half the bill", "half of my savings"), not of a unit ("half an hour"
+    is 30 minutes) or a number ("half a dozen")."""
     j = i + 1
     if j < len(lows) and lows[j] == "of":
         j += 1
-    if j + 1 >= len(lows) or lows[j] not in ("a", "an"):
+    if j + 1 >= len(lows) or lows[j] not in _BEFORE_HALF_A_THING:
         return False
     thing = lows[j + 1]
     return thing not in _SCALES and not is_unit_word(thing)
