@@ -26,7 +26,9 @@ unmatched and in which role:
   pays the bill"); what a person is made someone they deal with ("is the team
   lead" / "reports to the team lead");
 - **negation**: a negation attached on one side only, or "almost" / "nearly"
-  on a verb ("almost moved to Berlin");
+  on a verb ("almost moved to Berlin"); a condition turned around ("if it is
+  sunny" / "unless it is sunny"); a cause made a concession ("because" /
+  "although") is a value change;
 - **time change**: the same verb in another tense (a change of person, "knits"
   / "I knit", is none), or a modal ("might move"), "used to", "plans to",
   "finished", "is supposed to", "would like" frame on one side only, or a
@@ -43,8 +45,9 @@ nothing.
 
 `equivalent` is true when nothing at all is unmatched, every participant keeps
 its role, every word stays attached where its partner is (a list member
-where its list stands, a cleft's focus where its wh-word stands) and both speak
-of as much of each thing ("speaks French" / "speaks some French"): only then may a
+where its list stands, a cleft's focus where its wh-word stands), both speak
+of as much of each thing ("speaks French" / "speaks some French") and join
+their parts alike ("tea or coffee" / "tea and coffee"): only then may a
 semantic skip drop the new text (a merge keeps it), and the numbers written
 alike must come in the same order. `vouches_for_amounts` is true when the texts
 are equivalent and only their amounts are written otherwise ("8 weeks" / "56
@@ -200,6 +203,9 @@ class AlignedText:
     # How much of a thing the fact is about, elsewhere than in its subject ("speaks
     # some French", "reviews all pull requests"): `_object_quantifiers`.
     object_quantifiers: frozenset[str] = frozenset()
+    # The words that join its parts ("or", "if", "unless", "because"; not "and"):
+    # `_connectives`.
+    connectives: frozenset[str] = frozenset()
     # Whether the text's amounts are told per member ("16 GB each") or for the
     # whole ("16 GB total"): `_amount_scopes`.
     amount_scopes: frozenset[str] = frozenset()
@@ -651,6 +657,7 @@ def _words(doc: Doc) -> AlignedText:
         _quantifiers(doc),
         genders,
         _object_quantifiers(doc),
+        _connectives(doc),
         _amount_scopes(doc, in_rates),
         numbers,
         _contrast_marker(doc),
@@ -823,6 +830,45 @@ def _same_scope(a: AlignedText, b: AlignedText) -> bool:
     """Whether the texts speak of as much of each thing: a part on one side only
     ("speaks some French" / "speaks French") narrows the fact, so no skip."""
     return a.object_quantifiers - {_WHOLE} == b.object_quantifiers - {_WHOLE}
+
+
+# Words that join clauses or list members and say how: a choice, a condition, a
+# cause, a concession. "and" (a list's default, often written as a comma) and
+# the "that" or "to" of a reported clause say nothing of their own.
+_SILENT_JOINERS: Final = frozenset({"and", "that", "to", "for", "of"})
+_JOINER_DEPS: Final = frozenset({"cc", "mark", "preconj"})
+
+
+def _connectives(doc: Doc) -> frozenset[str]:
+    """How the text joins its parts: "or" / "either", "if" / "unless", "because"
+    / "although", ... ("drinks tea or coffee", "runs if it is sunny")."""
+    return frozenset(
+        token.lower_
+        for token in doc
+        if (token.dep_ in _JOINER_DEPS or token.pos_ in {"CCONJ", "SCONJ"})
+        and token.lower_ not in _SILENT_JOINERS
+        and token.is_alpha
+    )
+
+
+# A condition against its opposite, a cause against a concession: one for the
+# other turns the fact around ("runs if it is sunny" / "unless it is sunny",
+# "stays home because it rains" / "although it rains").
+_OPPOSED_CONNECTIVES: Final = (
+    (frozenset({"if", "when", "whenever", "once"}), frozenset({"unless"}), "negation"),
+    (frozenset({"because"}), frozenset({"although", "though"}), "value_change"),
+)
+
+
+def _connective_turned(a: AlignedText, b: AlignedText) -> GuardVeto | None:
+    for first, second, kind in _OPPOSED_CONNECTIVES:
+        for one, other in ((a, b), (b, a)):
+            said = one.connectives & first
+            opposite = other.connectives & second
+            if said and opposite and not one.connectives & second:
+                shown = f"'{min(said)}' vs '{min(opposite)}'"
+                return _veto(kind, shown if one is a else f"'{min(opposite)}' vs '{min(said)}'")
+    return None
 
 
 _FRACTION_WORDS: Final = frozenset({"half", "quarter", "third"})
@@ -1400,6 +1446,7 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         and readable
         and numbers_in_order
         and _same_scope(a, b)
+        and a.connectives == b.connectives
     )
     reordered = not left and not right and readable and not _taken_over(matched)
     return Alignment(
@@ -1502,6 +1549,7 @@ def _beyond_words(
         or _opposed_prepositions(a, b)
         or _group_or_person(a, b)
         or _scope_changed(a, b)
+        or _connective_turned(a, b)
         or _exception(a, b)
         or _copula_owner_traded(a, b)
         or _preposition_object_made_doer(a, b, matched)

@@ -598,6 +598,8 @@ SCOPE_STORED = [
     event("q4", "User coached the junior team until 2021"),
     event("q5", "Grandma is over 90"),
     event("q6", "Noor covers the phone bill"),
+    event("q7", "User runs outside if it is sunny"),
+    event("q8", "User drinks tea or coffee in the morning"),
 ]
 SCOPE = [
     event("r1", "User speaks some Portuguese"),
@@ -606,15 +608,18 @@ SCOPE = [
     event("r4", "User coached the junior team since 2021"),
     event("r5", "Grandma is under 90"),
     event("r6", "Noor covers half the phone bill"),
+    event("r7", "User runs outside unless it is sunny"),
+    event("r8", "User drinks tea and coffee in the morning"),
 ]
 
 
-async def test_parts_bounds_and_what_a_person_is_are_kept(
+async def test_parts_bounds_joiners_and_what_a_person_is_are_kept(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
-    # "some" and "half" were read as words of no content, and a bound on a year
-    # or an age as none: all but the design lead were skipped (the new text
-    # dropped), and "is the design lead" / "reports to the design lead" merged.
+    # "some", "half", "unless" and "or" were read as words of no content, and a
+    # bound on a year or an age as none: all but the design lead were skipped
+    # (the new text dropped), and "is the design lead" / "reports to the design
+    # lead" merged.
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
     decisions = await decide_after_stored(settings, real_embedder, SCOPE_STORED, SCOPE)
     assert_folded(decisions, "r1", into="q1", outcomes=("merged",))
@@ -626,3 +631,6 @@ async def test_parts_bounds_and_what_a_person_is_are_kept(
     assert kept["guard"]["detail"] == "role_change: 'coach': until vs since"
     assert_kept_apart(decisions, "r5", from_="q5", guard="negation")
     assert_kept_apart(decisions, "r6", from_="q6", guard="numbers")
+    kept = assert_kept_apart(decisions, "r7", from_="q7", guard="alignment")
+    assert kept["guard"]["detail"] == "negation: 'if' vs 'unless'"
+    assert_folded(decisions, "r8", into="q8", outcomes=("merged",))

@@ -305,3 +305,41 @@ def test_since_against_until_is_a_role_change(
 ) -> None:
     # The year is a quantity no word aligns with: the prepositions are read alone.
     assert kinds_both_ways(aligner, existing, new) == ["role_change", "role_change"]
+
+
+@pytest.mark.parametrize(
+    ("existing", "new", "kind"),
+    [
+        ("Walks to the office if it is dry", "Walks to the office unless it is dry", "negation"),
+        ("Takes the tram when it snows", "Takes the tram unless it snows", "negation"),
+        (
+            "Skips the gym because it is crowded",
+            "Skips the gym although it is crowded",
+            "value_change",
+        ),
+    ],
+)
+def test_a_condition_or_cause_turned_around_is_vetoed(
+    aligner: PairAligner, existing: str, new: str, kind: str
+) -> None:
+    assert kinds_both_ways(aligner, existing, new) == [kind, kind]
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        ("Orders soup or salad for lunch", "Orders soup and salad for lunch"),
+        ("Swims on Tuesdays and Thursdays", "Swims on Tuesdays or Thursdays"),
+        ("Plans to either sell or rent the flat", "Plans to sell and rent the flat"),
+    ],
+)
+def test_a_choice_against_both_is_never_equivalent(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    # At most a merge, which keeps the new text.
+    for first, second in ((existing, new), (new, existing)):
+        assert not aligner.check(first, second).equivalent
+
+
+def test_a_list_joined_by_a_comma_or_and_stays_equivalent(aligner: PairAligner) -> None:
+    assert aligner.check("Grows basil, mint and thyme", "Grows basil, mint, thyme").equivalent
