@@ -30,7 +30,8 @@ unmatched and in which role:
   sunny" / "unless it is sunny"); a cause made a concession ("because" /
   "although") is a value change;
 - **time change**: the same verb in another tense (a change of person, "knits"
-  / "I knit", is none), or a modal ("might move"), "used to", "plans to",
+  / "I knit", is none; "is going to sell" is the future, as "will sell" is),
+  or a modal ("might move", "would move": a condition), "used to", "plans to",
   "finished", "is supposed to", "would like" frame on one side only, or a
   proposal or expectation over a clause ("proposes that services use gRPC"); a
   change under way ("is moving to the Business plan") against a state; a note's past
@@ -313,7 +314,7 @@ _PRESENT_CONTRACTIONS: Final = frozenset({"'ve", "\u2019ve", "'m", "\u2019m", "'
 
 
 def _tense(token: Token) -> str:
-    if any(child.lemma_ in {"will", "shall"} for child in token.children):
+    if any(child.lemma_ in {"will", "shall"} for child in token.children) or _going_to(token):
         return "Fut"
     for child in token.children:
         if child.dep_ not in {"aux", "auxpass"}:
@@ -328,6 +329,20 @@ def _tense(token: Token) -> str:
     if values and token.morph.get("VerbForm", []) != ["Part"]:
         return str(values[0])
     return ""
+
+
+def _going_to(token: Token) -> bool:
+    """ "is going to quit": the future, as "will quit" is (not "was going to
+    quit", a plan that may not have held, nor "goes swimming")."""
+    going = token.head
+    if token.dep_ != "xcomp" or going.lemma_.lower() != "go" or going.tag_ != "VBG":
+        return False
+    if not any(c.dep_ == "aux" and c.lower_ == "to" for c in token.children):
+        return False
+    return any(
+        c.dep_ == "aux" and c.lemma_ == "be" and c.morph.get("Tense", []) == ["Pres"]
+        for c in going.children
+    )
 
 
 # What makes a perfect say a fact still holds: "for five years", "since 2019",
@@ -434,8 +449,18 @@ def _frame(token: Token, framing: Token) -> str:
         return ""  # "so they can sleep": a purpose, not the fact's modality
     for child in token.children:
         if child.tag_ == "MD" and child.dep_ == "aux":
+            wished = token.lemma_.lower() in _WISHED or any(
+                c.lower_ in {"rather", "sooner"} for c in token.children
+            )
+            if child.lower_ in _WISH_AUXILIARIES and not wished:
+                return "would"  # "would move to Spain": only if something else holds
             return _MODALS.get(child.lower_, "")
     return ""
+
+
+# Verbs "would" makes a wish of ("would like", "'d love", "would prefer"), not a
+# condition: `_key` reads "would like" as "want".
+_WISHED: Final = frozenset({"like", "love", "prefer", "rather", "want", "enjoy"})
 
 
 # A modal that makes a fact possible, advised or required rather than so ("may be
@@ -1180,7 +1205,13 @@ def _pos(token: Token) -> str:
         return "PROPN"
     if _letter_label(token):
         return "PROPN"
+    if token.lower_ in _PLACE_ADVERBS and not any(token.children):
+        return "ADV"  # without an object, "inside" is where ("sleeps inside")
     return str(token.pos_)
+
+
+# Words for where that the tagger may read as prepositions even with no object.
+_PLACE_ADVERBS: Final = frozenset({"inside", "outside"})
 
 
 def _letter_label(token: Token) -> bool:
@@ -2492,7 +2523,9 @@ _OPPOSED_PREPOSITIONS: Final = frozenset(
         frozenset({"before", "after"}),
         frozenset({"since", "until"}),  # "worked there since 2019" / "until 2019"
         frozenset({"since", "till"}),
+        frozenset({"by", "after"}),  # "due by the 5th" / "due after the 5th"
         frozenset({"for", "against"}),
+        frozenset({"for", "from"}),  # "bought the gift for Sam" / "from Sam"
         frozenset({"with", "without"}),
         frozenset({"into", "out"}),
         frozenset({"above", "below"}),
@@ -2511,6 +2544,7 @@ _OPPOSED_DIRECTIONS: Final = frozenset(
         frozenset({"in", "out"}),
         frozenset({"on", "off"}),
         frozenset({"inside", "outside"}),
+        frozenset({"indoors", "outdoors"}),
         frozenset({"upstairs", "downstairs"}),
         frozenset({"forward", "backward"}),
     }

@@ -634,3 +634,42 @@ async def test_parts_bounds_joiners_and_what_a_person_is_are_kept(
     kept = assert_kept_apart(decisions, "r7", from_="q7", guard="alignment")
     assert kept["guard"]["detail"] == "negation: 'if' vs 'unless'"
     assert_folded(decisions, "r8", into="q8", outcomes=("merged",))
+
+
+TOLD_STORED = [
+    event("m1", "User would move to Spain"),
+    event("m2", "User bought the gift for Sam"),
+    event("m3", "User's dog sleeps inside"),
+    event("m4", "User is going to quit smoking"),
+    event("m5", "User runs 5k at most twice a week"),
+    event("m6", "User's rent is due by the 5th"),
+]
+TOLD = [
+    event("n1", "User will move to Spain"),
+    event("n2", "User bought the gift from Sam"),
+    event("n3", "User's dog sleeps outside"),
+    event("n4", "User quit smoking"),
+    event("n5", "User runs 5k at least twice a week"),
+    event("n6", "User's rent is due after the 5th"),
+]
+
+
+async def test_conditions_futures_bounds_and_places_told_otherwise_are_kept_apart(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    # Each was merged or skipped: "would" read as no frame, "is going to" as no
+    # tense, "for" / "from", "by" / "after" and "at most" / "at least" as no
+    # change, and "inside" as a preposition without its object.
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(settings, real_embedder, TOLD_STORED, TOLD)
+    expected = {
+        "n1": ("m1", "alignment", "time_change: 'move': 'would' vs ''"),
+        "n2": ("m2", "alignment", "role_change: 'sam': for vs from"),
+        "n3": ("m3", "alignment", "value_change: 'inside' vs 'outside'"),
+        "n4": ("m4", "alignment", "time_change: 'quit': Fut vs Past"),
+        "n5": ("m5", "negation", "negation differs: antonyms (at least/at most)"),
+        "n6": ("m6", "alignment", "role_change: 'be': by vs after"),
+    }
+    for new, (stored, guard, detail) in expected.items():
+        kept = assert_kept_apart(decisions, new, from_=stored, guard=guard)
+        assert kept["guard"]["detail"] == detail, new

@@ -343,3 +343,36 @@ def test_a_choice_against_both_is_never_equivalent(
 
 def test_a_list_joined_by_a_comma_or_and_stays_equivalent(aligner: PairAligner) -> None:
     assert aligner.check("Grows basil, mint and thyme", "Grows basil, mint, thyme").equivalent
+
+
+@pytest.mark.parametrize(
+    ("existing", "new", "kind"),
+    [
+        # "would" with another verb than a wish tells a condition, not the fact
+        ("Ruth would sell the boat", "Ruth will sell the boat", "time_change"),
+        ("Ruth would sell the boat", "Ruth sells the boat", "time_change"),
+        # "is going to" is the future: against the act done
+        ("User is going to sell the boat", "User sold the boat", "time_change"),
+        ("Paid for the lamp for Omar", "Paid for the lamp from Omar", "role_change"),
+        ("The cat sleeps inside", "The cat sleeps outside", "value_change"),
+        ("Invoice is due by the 10th", "Invoice is due after the 10th", "role_change"),
+    ],
+)
+def test_conditions_futures_and_places_told_otherwise(
+    aligner: PairAligner, existing: str, new: str, kind: str
+) -> None:
+    assert kinds_both_ways(aligner, existing, new) == [kind, kind]
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        ("User would rather take the train", "User prefers to take the train"),
+        ("I'd like a quiet desk", "User would like a quiet desk"),
+        ("User is going to sell the boat", "User will sell the boat"),
+    ],
+)
+def test_wishes_and_the_future_told_otherwise_are_no_time_change(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    assert "time_change" not in kinds_both_ways(aligner, existing, new)

@@ -489,6 +489,8 @@ ANTONYM_AND_AGAINST_VETO = [
     # a bound on an amount, which the numbers guard reads as the same amount
     ("Grandma is over 90", "Grandma is under 90"),
     ("The repo has above 300 open issues", "The repo has below 300 open issues"),
+    ("Stretches at least 10 minutes a day", "Stretches at most 10 minutes a day"),
+    ("Trains at an indoor track", "Trains at an outdoor track"),
 ]  # fmt: skip
 ANTONYM_PASS = [
     ("The gym is not open on Sundays", "The gym is closed on Sundays"),

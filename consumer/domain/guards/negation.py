@@ -102,6 +102,8 @@ _ANTONYM_GROUPS: Final[tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]] = (
     (("early",), ("late",)),
     (("more",), ("less", "fewer")),
     (("over", "above"), ("under", "below")),  # "is over 40" / "is under 40"
+    (("at least",), ("at most",)),
+    (("indoor", "indoors"), ("outdoor", "outdoors")),
     (("old", "older"), ("new", "newer", "young", "younger")),
 )  # fmt: skip
 
