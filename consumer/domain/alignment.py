@@ -858,10 +858,13 @@ def _same_scope(a: AlignedText, b: AlignedText) -> bool:
 
 
 # Words that join clauses or list members and say how: a choice, a condition, a
-# cause, a concession. "and" (a list's default, often written as a comma) and
-# the "that" or "to" of a reported clause say nothing of their own.
-_SILENT_JOINERS: Final = frozenset({"and", "that", "to", "for", "of"})
-_JOINER_DEPS: Final = frozenset({"cc", "mark", "preconj"})
+# cause, a concession. "and" (a list's default, often written as a comma) says
+# nothing of its own, nor does a cleft's "where" or "when" ("Nairobi is where
+# the user was born"): "when" counts only as a subordinate clause's.
+_JOINERS: Final = frozenset(
+    {"or", "nor", "but", "yet", "either", "neither", "if", "unless", "whether", "once",
+     "whenever", "because", "although", "though", "whereas", "while"}
+)  # fmt: skip
 
 
 def _connectives(doc: Doc) -> frozenset[str]:
@@ -870,9 +873,13 @@ def _connectives(doc: Doc) -> frozenset[str]:
     return frozenset(
         token.lower_
         for token in doc
-        if (token.dep_ in _JOINER_DEPS or token.pos_ in {"CCONJ", "SCONJ"})
-        and token.lower_ not in _SILENT_JOINERS
-        and token.is_alpha
+        if token.lower_ in _JOINERS
+        or (
+            token.lower_ == "when"
+            and token.dep_ == "advmod"
+            and token.head.dep_ == "advcl"
+            and token.head.head.lemma_ != "be"  # "Thursday is when they ship": a cleft
+        )
     )
 
 
