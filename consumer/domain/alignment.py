@@ -47,8 +47,11 @@ nothing.
 `equivalent` is true when nothing at all is unmatched, every participant keeps
 its role, every word stays attached where its partner is (a list member
 where its list stands, a cleft's focus where its wh-word stands), both speak
-of as much of each thing ("speaks French" / "speaks some French") and join
-their parts alike ("tea or coffee" / "tea and coffee"): only then may a
+of as much of each thing ("speaks French" / "speaks some French"), join
+their parts alike ("tea or coffee" / "tea and coffee"), tell the same time
+with their finite verbs ("is considering" / "was considering"), use the same
+third-person pronouns and the same prepositions before quantities ("within 30
+days" / "in 30 days"): only then may a
 semantic skip drop the new text (a merge keeps it), and the numbers written
 alike must come in the same order. `vouches_for_amounts` is true when the texts
 are equivalent and only their amounts are written otherwise ("8 weeks" / "56
@@ -204,9 +207,18 @@ class AlignedText:
     # How much of a thing the fact is about, elsewhere than in its subject ("speaks
     # some French", "reviews all pull requests"): `_object_quantifiers`.
     object_quantifiers: frozenset[str] = frozenset()
-    # The words that join its parts ("or", "if", "unless", "because"; not "and"):
-    # `_connectives`.
-    connectives: frozenset[str] = frozenset()
+    # The words that join its parts ("or", "if", "unless", "because"; not "and"),
+    # each as often as written, in order of the alphabet: `_connectives`.
+    connectives: tuple[str, ...] = ()
+    # What a skip must also find alike, each as often as written: the gender of
+    # each third-person pronoun ("taking her to her appointments" / "taking his
+    # ..."), and each finite verb as written with its tense ("is considering" /
+    # "was considering": the frame's verb does not carry it): `_tenses_differ`.
+    pronouns: tuple[str, ...] = ()
+    finite_tenses: tuple[tuple[str, str], ...] = ()
+    # The prepositions whose object is a quantity ("within 15 minutes", "at 3:15"),
+    # which no word aligns with: a skip needs the same ones.
+    quantity_prepositions: tuple[str, ...] = ()
     # Whether the text's amounts are told per member ("16 GB each") or for the
     # whole ("16 GB total"): `_amount_scopes`.
     amount_scopes: frozenset[str] = frozenset()
@@ -681,13 +693,18 @@ def _words(doc: Doc) -> AlignedText:
         prepositions,
         _quantifiers(doc),
         genders,
-        _object_quantifiers(doc),
-        _connectives(doc),
-        _amount_scopes(doc, in_rates),
-        numbers,
-        _contrast_marker(doc),
+        amount_scopes=_amount_scopes(doc, in_rates),
+        numbers=numbers,
+        contrast_at=_contrast_marker(doc),
         subject_supplied=doc.user_data.get(_SUBJECT_SUPPLIED, False),
         main_verb=_main_verb(doc),
+        object_quantifiers=_object_quantifiers(doc),
+        connectives=_connectives(doc),
+        pronouns=tuple(
+            sorted(_PRONOUN_GENDERS[t.lower_] for t in doc if t.lower_ in _PRONOUN_GENDERS)
+        ),
+        finite_tenses=_finite_tenses(doc),
+        quantity_prepositions=_quantity_prepositions(doc),
     )
 
 
@@ -867,20 +884,77 @@ _JOINERS: Final = frozenset(
 )  # fmt: skip
 
 
-def _connectives(doc: Doc) -> frozenset[str]:
+# Words that join a clause in time ("before they merge"); as prepositions they are
+# read with what they govern (`_opposed_prepositions`).
+_CLAUSE_JOINERS: Final = frozenset({"before", "after", "since", "until", "till"})
+
+
+def _connectives(doc: Doc) -> tuple[str, ...]:
     """How the text joins its parts: "or" / "either", "if" / "unless", "because"
-    / "although", ... ("drinks tea or coffee", "runs if it is sunny")."""
-    return frozenset(
-        token.lower_
-        for token in doc
-        if token.lower_ in _JOINERS
-        or (
-            token.lower_ == "when"
-            and token.dep_ == "advmod"
-            and token.head.dep_ == "advcl"
-            and token.head.head.lemma_ != "be"  # "Thursday is when they ship": a cleft
+    / "although", "before" / "after" a clause ... ("drinks tea or coffee", "runs
+    if it is sunny")."""
+    return tuple(
+        sorted(
+            token.lower_
+            for token in doc
+            if token.lower_ in _JOINERS
+            or (token.lower_ in _CLAUSE_JOINERS and token.dep_ == "mark")
+            or (
+                token.lower_ == "when"
+                and token.dep_ == "advmod"
+                and token.head.dep_ == "advcl"
+                and token.head.head.lemma_ != "be"  # "Thursday is when they ship": a cleft
+            )
         )
     )
+
+
+# Prepositions of a range ("from 1 to 4 PM" / "1-4 PM") or an amount's part ("a
+# quarter of an hour"), which other texts write without them.
+_RANGE_PREPOSITIONS: Final = frozenset({"from", "to", "between", "through", "of"})
+
+
+def _quantity_prepositions(doc: Doc) -> tuple[str, ...]:
+    """The prepositions whose object is a quantity, sorted ("within 15 minutes",
+    "at 3:15"), but those of a range or a part."""
+    return tuple(
+        sorted(
+            t.lower_
+            for t in doc
+            if t.dep_ == "prep"
+            and t.lower_ not in _RANGE_PREPOSITIONS
+            and any(c.dep_ == "pobj" and _is_quantity(c) for c in t.children)
+        )
+    )
+
+
+def _finite_tenses(doc: Doc) -> tuple[tuple[str, str], ...]:
+    """Each finite verb or auxiliary as written, with its tense ("has" Pres of
+    "has offered", "had" Past); a contraction the tagger gives no tense ("'ve",
+    "'m") is present. A cleft's copula ("Nairobi is where the user was born")
+    tells no time of the fact."""
+    cleft = _cleft(doc)
+    found = []
+    for token in doc:
+        if token.pos_ not in {"VERB", "AUX"} or (cleft is not None and token.i == cleft.copula):
+            continue
+        if token.lower_ == "am" and token.i and token.doc[token.i - 1].like_num:
+            continue  # "10 am": a time
+        if token.lower_ in _PRESENT_CONTRACTIONS:
+            found.append((token.lower_, "Pres"))
+        elif token.morph.get("VerbForm", []) == ["Fin"]:
+            found += [(token.lower_, tense) for tense in token.morph.get("Tense", [])]
+    return tuple(found)
+
+
+def _tenses_differ(a: AlignedText, b: AlignedText) -> bool:
+    """Whether the texts' finite verbs tell another time: a form written alike on
+    both sides tells the same time whatever the tagger guessed ("User quit" /
+    "I quit"); a text with no finite verb left (a note) tells none."""
+    shared = {form for form, _ in a.finite_tenses} & {form for form, _ in b.finite_tenses}
+    mine = {tense for form, tense in a.finite_tenses if form not in shared}
+    theirs = {tense for form, tense in b.finite_tenses if form not in shared}
+    return bool(mine and theirs and mine != theirs)
 
 
 # A condition against its opposite, a cause against a concession: one for the
@@ -889,15 +963,17 @@ def _connectives(doc: Doc) -> frozenset[str]:
 _OPPOSED_CONNECTIVES: Final = (
     (frozenset({"if", "when", "whenever", "once"}), frozenset({"unless"}), "negation"),
     (frozenset({"because"}), frozenset({"although", "though"}), "value_change"),
+    (frozenset({"before"}), frozenset({"after"}), "role_change"),
+    (frozenset({"since"}), frozenset({"until", "till"}), "role_change"),
 )
 
 
 def _connective_turned(a: AlignedText, b: AlignedText) -> GuardVeto | None:
     for first, second, kind in _OPPOSED_CONNECTIVES:
         for one, other in ((a, b), (b, a)):
-            said = one.connectives & first
-            opposite = other.connectives & second
-            if said and opposite and not one.connectives & second:
+            said = first.intersection(one.connectives)
+            opposite = second.intersection(other.connectives)
+            if said and opposite and not second.intersection(one.connectives):
                 shown = f"'{min(said)}' vs '{min(opposite)}'"
                 return _veto(kind, shown if one is a else f"'{min(opposite)}' vs '{min(said)}'")
     return None
@@ -1485,6 +1561,9 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         and numbers_in_order
         and _same_scope(a, b)
         and a.connectives == b.connectives
+        and a.pronouns == b.pronouns
+        and not _tenses_differ(a, b)
+        and a.quantity_prepositions == b.quantity_prepositions
     )
     reordered = not left and not right and readable and not _taken_over(matched)
     return Alignment(
@@ -2531,6 +2610,7 @@ _OPPOSED_PREPOSITIONS: Final = frozenset(
         frozenset({"since", "until"}),  # "worked there since 2019" / "until 2019"
         frozenset({"since", "till"}),
         frozenset({"by", "after"}),  # "due by the 5th" / "due after the 5th"
+        frozenset({"within", "outside"}),
         frozenset({"for", "against"}),
         frozenset({"for", "from"}),  # "bought the gift for Sam" / "from Sam"
         frozenset({"with", "without"}),

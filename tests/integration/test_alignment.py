@@ -643,6 +643,8 @@ TOLD_STORED = [
     event("m4", "User is going to quit smoking"),
     event("m5", "User runs 5k at most twice a week"),
     event("m6", "User's rent is due by the 5th"),
+    event("m7", "User replies to tickets within 2 hours"),
+    event("m8", "User drives her mother to her physio on Fridays"),
 ]
 TOLD = [
     event("n1", "User will move to Spain"),
@@ -651,6 +653,8 @@ TOLD = [
     event("n4", "User quit smoking"),
     event("n5", "User runs 5k at least twice a week"),
     event("n6", "User's rent is due after the 5th"),
+    event("n7", "User replies to tickets outside 2 hours"),
+    event("n8", "User drives his mother to her physio on Fridays"),
 ]
 
 
@@ -658,8 +662,9 @@ async def test_conditions_futures_bounds_and_places_told_otherwise_are_kept_apar
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
     # Each was merged or skipped: "would" read as no frame, "is going to" as no
-    # tense, "for" / "from", "by" / "after" and "at most" / "at least" as no
-    # change, and "inside" as a preposition without its object.
+    # tense, "for" / "from", "by" / "after", "within" / "outside" and "at most" /
+    # "at least" as no change, and "inside" as a preposition without its object;
+    # "her mother" / "his mother" was skipped, and is now at most merged.
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
     decisions = await decide_after_stored(settings, real_embedder, TOLD_STORED, TOLD)
     expected = {
@@ -669,7 +674,9 @@ async def test_conditions_futures_bounds_and_places_told_otherwise_are_kept_apar
         "n4": ("m4", "alignment", "time_change: 'quit': Fut vs Past"),
         "n5": ("m5", "negation", "negation differs: antonyms (at least/at most)"),
         "n6": ("m6", "alignment", "role_change: 'be': by vs after"),
+        "n7": ("m7", "alignment", "role_change: 'reply': within vs outside"),
     }
     for new, (stored, guard, detail) in expected.items():
         kept = assert_kept_apart(decisions, new, from_=stored, guard=guard)
         assert kept["guard"]["detail"] == detail, new
+    assert only(decisions, "n8")["decision"] in {"merged", "accepted"}
