@@ -31,7 +31,7 @@ unmatched and in which role:
   "although") is a value change;
 - **time change**: the same verb in another tense (a change of person, "knits"
   / "I knit", is none; "is going to sell" is the future, as "will sell" is),
-  or a modal ("might move", "would move": a condition), "used to", "plans to",
+  or a modal ("might move"), "used to", "plans to",
   "finished", "is supposed to", "would like" frame on one side only, or a
   proposal or expectation over a clause ("proposes that services use gRPC"); a
   change under way ("is moving to the Business plan") against a state; a note's past
@@ -50,8 +50,8 @@ where its list stands, a cleft's focus where its wh-word stands), both speak
 of as much of each thing ("speaks French" / "speaks some French"), join
 their parts alike ("tea or coffee" / "tea and coffee"), tell the same time
 with their finite verbs ("is considering" / "was considering"), use the same
-third-person pronouns and the same prepositions before quantities ("within 30
-days" / "in 30 days"): only then may a
+third-person pronouns, modals ("would move" / "will move") and prepositions
+before quantities ("within 30 days" / "in 30 days"): only then may a
 semantic skip drop the new text (a merge keeps it), and the numbers written
 alike must come in the same order. `vouches_for_amounts` is true when the texts
 are equivalent and only their amounts are written otherwise ("8 weeks" / "56
@@ -217,8 +217,11 @@ class AlignedText:
     pronouns: tuple[str, ...] = ()
     finite_tenses: tuple[tuple[str, str], ...] = ()
     # The prepositions whose object is a quantity ("within 15 minutes", "at 3:15"),
-    # which no word aligns with: a skip needs the same ones.
+    # which no word aligns with, and the modal auxiliaries ("would move" / "will
+    # move": a condition or the future seen from a report, read as no frame):
+    # a skip needs the same ones.
     quantity_prepositions: tuple[str, ...] = ()
+    modals: tuple[str, ...] = ()
     # Whether the text's amounts are told per member ("16 GB each") or for the
     # whole ("16 GB total"): `_amount_scopes`.
     amount_scopes: frozenset[str] = frozenset()
@@ -461,18 +464,8 @@ def _frame(token: Token, framing: Token) -> str:
         return ""  # "so they can sleep": a purpose, not the fact's modality
     for child in token.children:
         if child.tag_ == "MD" and child.dep_ == "aux":
-            wished = token.lemma_.lower() in _WISHED or any(
-                c.lower_ in {"rather", "sooner"} for c in token.children
-            )
-            if child.lower_ in _WISH_AUXILIARIES and not wished:
-                return "would"  # "would move to Spain": only if something else holds
             return _MODALS.get(child.lower_, "")
     return ""
-
-
-# Verbs "would" makes a wish of ("would like", "'d love", "would prefer"), not a
-# condition: `_key` reads "would like" as "want".
-_WISHED: Final = frozenset({"like", "love", "prefer", "rather", "want", "enjoy"})
 
 
 # A modal that makes a fact possible, advised or required rather than so ("may be
@@ -705,6 +698,7 @@ def _words(doc: Doc) -> AlignedText:
         ),
         finite_tenses=_finite_tenses(doc),
         quantity_prepositions=_quantity_prepositions(doc),
+        modals=tuple(sorted(_MODAL_FORMS.get(t.lower_, t.lower_) for t in doc if t.tag_ == "MD")),
     )
 
 
@@ -912,6 +906,13 @@ def _connectives(doc: Doc) -> tuple[str, ...]:
 # Prepositions of a range ("from 1 to 4 PM" / "1-4 PM") or an amount's part ("a
 # quarter of an hour"), which other texts write without them.
 _RANGE_PREPOSITIONS: Final = frozenset({"from", "to", "between", "through", "of"})
+
+
+# Modal auxiliaries as spelled out ("'ll" = "will", "wo" of "won't").
+_MODAL_FORMS: Final = {
+    "'ll": "will", "\u2019ll": "will", "wo": "will", "'d": "would", "\u2019d": "would",
+    "ca": "can", "sha": "shall",
+}  # fmt: skip
 
 
 def _quantity_prepositions(doc: Doc) -> tuple[str, ...]:
@@ -1564,6 +1565,7 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         and a.pronouns == b.pronouns
         and not _tenses_differ(a, b)
         and a.quantity_prepositions == b.quantity_prepositions
+        and a.modals == b.modals
     )
     reordered = not left and not right and readable and not _taken_over(matched)
     return Alignment(
