@@ -1,0 +1,57 @@
+"""bench/skip_variants.py end to end on a few texts with the real models and
+parser: the variants come from train and dev texts only, and a changed
+condition in the skip band is not skipped."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.pair_rows import pair_rows
+from tests.scripts import import_script
+
+pytestmark = pytest.mark.integration
+
+
+def _bench() -> Any:
+    return import_script("skip_variants", "bench")
+
+
+def _write(path: Path, rows: list[tuple[str, str, str]]) -> Path:
+    pairs = [(existing, new, "duplicate", split) for existing, new, split in rows]
+    path.write_text("\n".join(json.dumps(r) for r in pair_rows(pairs)) + "\n", encoding="utf-8")
+    return path
+
+
+def test_variants_of_tuning_texts_change_one_small_word(tmp_path: Path) -> None:
+    pairs = tmp_path / "pairs"
+    pairs.mkdir()
+    _write(
+        pairs / "a.jsonl",
+        [
+            ("Walks to work if it is dry", "User walks to work if it is dry", "train"),
+            ("Rides the tram or the bus", "Takes the tram or the bus", "dev"),
+            ("Swims if the pool is open", "A test text the bench must not read.", "test"),
+        ],
+    )
+    bench = _bench()
+    texts = bench.tuning_texts(pairs)
+    assert "Swims if the pool is open" not in texts
+    assert len(texts) == 4
+    found = bench.variants(texts, 100, 0)
+    assert ("Walks to work if it is dry", "Walks to work unless it is dry", "if -> unless") in found
+    assert ("Rides the tram or the bus", "Rides the tram and the bus", "or -> and") in found
+    assert all(text in texts for text, _, _ in found)
+
+    out = tmp_path / "variants.json"
+    assert bench.main(["--pairs-dir", str(pairs), "--show", "0", "--json", str(out)]) == 0
+    figures = json.loads(out.read_text(encoding="utf-8"))
+    assert figures["variants"] == len(found)
+    assert sum(figures["outcomes"].values()) == figures["in_skip_band"]
+    # "if" / "unless" turns the condition around: in the skip band, never skipped.
+    condition = figures["band_by_change"]["if -> unless"]
+    assert sum(condition.values()) >= 1
+    assert "skipped" not in condition
