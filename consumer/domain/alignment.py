@@ -696,7 +696,7 @@ def _words(doc: Doc) -> AlignedText:
         pronouns=tuple(
             sorted(_PRONOUN_GENDERS[t.lower_] for t in doc if t.lower_ in _PRONOUN_GENDERS)
         ),
-        finite_tenses=_finite_tenses(doc),
+        finite_tenses=_finite_tenses(doc, cleft),
         quantity_prepositions=_quantity_prepositions(doc),
         modals=tuple(sorted(_MODAL_FORMS.get(t.lower_, t.lower_) for t in doc if t.tag_ == "MD")),
     )
@@ -929,12 +929,11 @@ def _quantity_prepositions(doc: Doc) -> tuple[str, ...]:
     )
 
 
-def _finite_tenses(doc: Doc) -> tuple[tuple[str, str], ...]:
+def _finite_tenses(doc: Doc, cleft: _Cleft | None) -> tuple[tuple[str, str], ...]:
     """Each finite verb or auxiliary as written, with its tense ("has" Pres of
     "has offered", "had" Past); a contraction the tagger gives no tense ("'ve",
     "'m") is present. A cleft's copula ("Nairobi is where the user was born")
     tells no time of the fact."""
-    cleft = _cleft(doc)
     found = []
     for token in doc:
         if token.pos_ not in {"VERB", "AUX"} or (cleft is not None and token.i == cleft.copula):
