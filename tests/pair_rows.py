@@ -5,7 +5,9 @@ that falls in the split asked."""
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 from consumer.quality.pairs import split_of
 
@@ -25,3 +27,10 @@ def pair_rows(pairs: Iterable[tuple[str, str, str, str]]) -> list[dict[str, str]
             {"existing": existing, "new": new, "label": label, "split": split, "group": group}
         )
     return rows
+
+
+def write_duplicates(path: Path, rows: Iterable[tuple[str, str, str]]) -> Path:
+    """A pair file of (existing, new, split) rows, each labelled duplicate."""
+    pairs = [(existing, new, "duplicate", split) for existing, new, split in rows]
+    path.write_text("\n".join(json.dumps(r) for r in pair_rows(pairs)) + "\n", encoding="utf-8")
+    return path

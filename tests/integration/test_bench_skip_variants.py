@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.pair_rows import pair_rows
+from tests.pair_rows import write_duplicates
 from tests.scripts import import_script
 
 pytestmark = pytest.mark.integration
@@ -20,16 +20,10 @@ def _bench() -> Any:
     return import_script("skip_variants", "bench")
 
 
-def _write(path: Path, rows: list[tuple[str, str, str]]) -> Path:
-    pairs = [(existing, new, "duplicate", split) for existing, new, split in rows]
-    path.write_text("\n".join(json.dumps(r) for r in pair_rows(pairs)) + "\n", encoding="utf-8")
-    return path
-
-
 def test_variants_of_tuning_texts_change_one_small_word(tmp_path: Path) -> None:
     pairs = tmp_path / "pairs"
     pairs.mkdir()
-    _write(
+    write_duplicates(
         pairs / "a.jsonl",
         [
             ("Walks to work if it is dry", "User walks to work if it is dry", "train"),
