@@ -675,8 +675,8 @@ def _words(doc: Doc) -> AlignedText:
     prepositions = frozenset(
         (token.lemma_.lower(), _key(token.head)) for token in doc if token.dep_ == "prep"
     )
-    genders = frozenset(
-        _PRONOUN_GENDERS[token.lower_] for token in doc if token.lower_ in _PRONOUN_GENDERS
+    pronouns = tuple(
+        sorted(_PRONOUN_GENDERS[token.lower_] for token in doc if token.lower_ in _PRONOUN_GENDERS)
     )
     numbers = tuple(
         number_value(token.text) for token in doc if _is_quantity(token) and not token.is_punct
@@ -685,7 +685,7 @@ def _words(doc: Doc) -> AlignedText:
         tuple(words),
         prepositions,
         _quantifiers(doc),
-        genders,
+        frozenset(pronouns),
         amount_scopes=_amount_scopes(doc, in_rates),
         numbers=numbers,
         contrast_at=_contrast_marker(doc),
@@ -693,9 +693,7 @@ def _words(doc: Doc) -> AlignedText:
         main_verb=_main_verb(doc),
         object_quantifiers=_object_quantifiers(doc),
         connectives=_connectives(doc),
-        pronouns=tuple(
-            sorted(_PRONOUN_GENDERS[t.lower_] for t in doc if t.lower_ in _PRONOUN_GENDERS)
-        ),
+        pronouns=pronouns,
         finite_tenses=_finite_tenses(doc, cleft),
         quantity_prepositions=_quantity_prepositions(doc),
         modals=tuple(sorted(_MODAL_FORMS.get(t.lower_, t.lower_) for t in doc if t.tag_ == "MD")),
@@ -799,6 +797,12 @@ def _of_the_subject(token: Token) -> bool:
     return token.dep_ in {"det", "amod", "nummod"} and token.head.dep_ in _SUBJECT_QUANTIFIER_DEPS
 
 
+def _part_read(token: Token, meaning: str) -> str:
+    """ "a few" is "some"; "few" alone is not."""
+    before = token.doc[token.i - 1].lower_ if token.i else ""
+    return "some" if meaning == "few" and before == "a" else meaning
+
+
 def _quantifiers(doc: Doc) -> frozenset[str]:
     """What part of a group the text speaks of: "some" / "most" / "many" /
     "few" (not "the most popular", an adverb)."""
@@ -807,8 +811,7 @@ def _quantifiers(doc: Doc) -> frozenset[str]:
         meaning = _PART_QUANTIFIERS.get(token.lower_)
         if meaning is None or not _of_the_subject(token):
             continue
-        before = doc[token.i - 1].lower_ if token.i else ""
-        found.add("some" if meaning == "few" and before == "a" else meaning)
+        found.add(_part_read(token, meaning))
     return frozenset(found)
 
 
@@ -846,8 +849,7 @@ def _object_quantifiers(doc: Doc) -> frozenset[str]:
             continue
         if token.i + 1 < len(doc) and doc[token.i + 1].like_num:
             continue
-        before = doc[token.i - 1].lower_ if token.i else ""
-        found.add("some" if meaning == "few" and before == "a" else meaning)
+        found.add(_part_read(token, meaning))
     return frozenset(found)
 
 
