@@ -3040,6 +3040,9 @@ class PairAligner:
             return all(text in self._cache for text in texts)
 
     def check(self, existing: str, new: str) -> Alignment:
+        """The pair's alignment; texts not parsed yet are parsed in one batch (two
+        texts in one call cost about a third less each than one by one)."""
+        self.prime((existing, new))
         return align(self.parsed(existing), self.parsed(new))
 
     def warm_up(self) -> None:
