@@ -366,7 +366,15 @@ _DURATION_WORDS: Final = frozenset({"for", "since", "always", "still", "long"})
 
 
 def _durative(verb: Token) -> bool:
-    return any(c.lemma_.lower() in _DURATION_WORDS for c in verb.children)
+    return any(c.lemma_.lower() in _DURATION_WORDS and not _for_a_date(c) for c in verb.children)
+
+
+def _for_a_date(preposition: Token) -> bool:
+    """ "for May 12", "for Friday": the date a thing is set for, no duration."""
+    return preposition.lower_ == "for" and any(
+        o.dep_ == "pobj" and (is_calendar_name(o.lower_) or (o.lower_ == "may" and o.tag_ == "NNP"))
+        for o in preposition.children
+    )
 
 
 _CONTRAST_MARKERS: Final = frozenset(
@@ -401,6 +409,8 @@ def _frame_verb(token: Token) -> str:
         return _USED_TO
     if lemma == "think" and _framed_by_preposition(token) is not None:
         return "consider"  # "is thinking of cancelling" = "is considering cancelling"
+    if lemma == "look" and _to_infinitive(token) is not None:
+        return "intend"  # "is looking to buy" = "intends to buy" (not "looks forward to")
     if lemma in _FRAME_VERBS:
         return lemma
     low = token.text.lower()
@@ -438,6 +448,15 @@ def _framed_by_preposition(token: Token) -> Token | None:
             verb = next((c for c in child.children if c.dep_ == "pcomp"), None)
             if verb is not None and verb.pos_ == "VERB":
                 return verb
+    return None
+
+
+def _to_infinitive(token: Token) -> Token | None:
+    """The verb `token` governs as "to" + verb ("buy" of "looking to buy"), else None."""
+    for child in token.children:
+        infinitive = any(c.dep_ == "aux" and c.lower_ == "to" for c in child.children)
+        if child.dep_ == "xcomp" and child.pos_ == "VERB" and infinitive:
+            return child
     return None
 
 
@@ -2538,8 +2557,12 @@ _HAVE_FORMS: Final = frozenset({"has", "have", "'ve", "\u2019ve"})
 
 
 def _perfect(word: Word) -> bool:
+    """ "has passed", and in the passive "has been booked"."""
     parts = word.text.split()
-    return word.tense == "Pres" and len(parts) >= 2 and parts[-2] in _HAVE_FORMS
+    if word.tense != "Pres" or len(parts) < 2:
+        return False
+    passive = len(parts) >= 3 and parts[-2] == "been" and parts[-3] in _HAVE_FORMS
+    return parts[-2] in _HAVE_FORMS or passive
 
 
 def _simple_past(word: Word) -> bool:
@@ -3108,13 +3131,22 @@ def _subject_left_out(doc: Doc, verb_forms: frozenset[str]) -> bool:
     if len(doc) < 2:
         return False
     first = doc[0]
-    if not (first.is_alpha and first.text[0].isupper()) or first.tag_.startswith(("VB", "MD")):
+    if not (first.is_alpha and first.text[0].isupper()):
+        return False
+    if first.tag_.startswith(("VB", "MD")) and not _past_read_as_command(first, verb_forms):
         return False
     # Only a verb's -s or past form can head the sentence again (VBZ, VBD): the
     # second parse is tried for no other word ("User", "Sister Nadia").
     if not (first.lower_.endswith(("s", "ed")) or first.lower_ in verb_forms):
         return False
     return not doc[1].is_punct
+
+
+def _past_read_as_command(first: Token, verb_forms: frozenset[str]) -> bool:
+    """A past form the tagger read as a bare command ("Booked a hotel ...",
+    "Fostered a dog": VB), whose lemma is then the form itself ("booked", not
+    "book"); parsed again, it is the past of the sentence it shortens."""
+    return first.tag_ == "VB" and (first.lower_.endswith("ed") or first.lower_ in verb_forms)
 
 
 def _stand_in(text: str) -> str:

@@ -681,3 +681,31 @@ async def test_conditions_futures_bounds_and_places_told_otherwise_are_kept_apar
         assert kept["guard"]["detail"] == detail, new
     for new in ("n1", "n8"):
         assert only(decisions, new)["decision"] in {"merged", "accepted"}
+
+
+BOOKED_STORED = [
+    event("m1", "Fostered two kittens last spring"),
+    event("m2", "Booked a cabin in Tromso for March 3-5"),
+    event("m3", "User is looking to sell the van"),
+]
+BOOKED = [
+    event("n1", "User fostered two kittens last spring"),
+    event("n2", "User has booked a cabin in Tromso for March 3-5"),
+    event("n3", "User sold the van"),
+]
+
+
+async def test_a_past_read_as_a_command_is_one_event_and_an_intention_is_not(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    # n1 and n2 were kept apart: the tagger read "Fostered" and "Booked" as bare
+    # commands, whose lemma is the form itself. n3 was kept apart by the
+    # cross-encoder alone: "looking to" was no intention.
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(settings, real_embedder, BOOKED_STORED, BOOKED)
+    for new, stored in (("n1", "m1"), ("n2", "m2")):
+        decided = only(decisions, new)
+        assert decided["decision"] in {"merged", "skipped"}, new
+        assert decided["memory_id"] == only(decisions, stored)["memory_id"], new
+    kept = assert_kept_apart(decisions, "n3", from_="m3", guard="alignment")
+    assert kept["guard"]["detail"] == "time_change: 'sell': 'intend' vs ''"

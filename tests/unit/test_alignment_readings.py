@@ -431,3 +431,50 @@ def test_persons_ranges_and_clefts_stay_equivalent(
     aligner: PairAligner, existing: str, new: str
 ) -> None:
     assert aligner.check(existing, new).equivalent
+
+
+@pytest.mark.parametrize(
+    ("note", "sentence"),
+    [
+        # a past form the tagger reads as a bare command (VB, lemma "fostered")
+        ("Fostered two kittens last spring", "User fostered two kittens last spring"),
+        ("Booked a villa in Crete for July 1-8", "I booked a villa in Crete for July 1-8"),
+    ],
+)
+def test_a_past_read_as_a_command_is_the_past_of_the_sentence(
+    aligner: PairAligner, note: str, sentence: str
+) -> None:
+    assert kinds_both_ways(aligner, note, sentence) == [None, None]
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        # the past against the (passive) perfect, set for a date: one event
+        (
+            "Booked a cabin in Tromso for March 3-5",
+            "A cabin in Tromso has been booked for March 3-5",
+        ),
+        ("Booked a villa in Crete for July 1-8", "Has booked a villa in Crete for July 1-8"),
+    ],
+)
+def test_the_past_and_the_perfect_of_one_booking_are_one_event(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    assert kinds_both_ways(aligner, existing, new) == [None, None]
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        # "looking to" is an intention, against the act done
+        ("Is looking to sell the van", "Sold the van"),
+        ("Booked a villa in Crete", "Is looking to book a villa in Crete"),
+        # a duration still tells a state that holds, or no longer
+        ("The cabin has been rented for three years", "The cabin was rented for three years"),
+    ],
+)
+def test_an_intention_or_a_state_with_a_duration_is_a_time_change(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    assert kinds_both_ways(aligner, existing, new) == ["time_change", "time_change"]
