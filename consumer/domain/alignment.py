@@ -839,7 +839,10 @@ def _quantifiers(doc: Doc) -> frozenset[str]:
 _OBJECT_QUANTIFIERS: Final = {
     "some": "some", "several": "some", "most": "most", "many": "many", "few": "few",
     "all": "all", "every": "all", "each": "all",
+    # nouns of amount, read only with their "of" ("a lot of coffee", "a bit of Python")
+    "lot": "many", "lots": "many", "plenty": "many", "bit": "some",
 }  # fmt: skip
+_AMOUNT_NOUNS: Final = frozenset({"lot", "lots", "plenty", "bit"})
 _WHOLE: Final = "all"
 
 
@@ -854,7 +857,8 @@ def _object_quantifiers(doc: Doc) -> frozenset[str]:
         meaning = _OBJECT_QUANTIFIERS.get(token.lower_)
         if meaning is None or _of_the_subject(token):
             continue
-        if token.dep_ in {"det", "amod", "predet", "nummod"} and token.head.pos_ in _NOMINAL_POS:
+        determiner = token.dep_ in {"det", "amod", "predet", "nummod"}
+        if determiner and token.head.pos_ in _NOMINAL_POS and token.lower_ not in _AMOUNT_NOUNS:
             noun = token.head
         elif token.dep_ in {"dobj", "pobj", "attr"} and any(
             c.dep_ == "prep" and c.lower_ == "of" for c in token.children

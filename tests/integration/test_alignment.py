@@ -687,11 +687,13 @@ BOOKED_STORED = [
     event("m1", "Fostered two kittens last spring"),
     event("m2", "Booked a cabin in Tromso for March 3-5"),
     event("m3", "User is looking to sell the van"),
+    event("m4", "User keeps lots of houseplants on the balcony"),
 ]
 BOOKED = [
     event("n1", "User fostered two kittens last spring"),
     event("n2", "User has booked a cabin in Tromso for March 3-5"),
     event("n3", "User sold the van"),
+    event("n4", "User keeps a few houseplants on the balcony"),
 ]
 
 
@@ -700,7 +702,8 @@ async def test_a_past_read_as_a_command_is_one_event_and_an_intention_is_not(
 ) -> None:
     # n1 and n2 were kept apart: the tagger read "Fostered" and "Booked" as bare
     # commands, whose lemma is the form itself. n3 was kept apart by the
-    # cross-encoder alone: "looking to" was no intention.
+    # cross-encoder alone: "looking to" was no intention, and n4 too: "lots of"
+    # told no amount.
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
     decisions = await decide_after_stored(settings, real_embedder, BOOKED_STORED, BOOKED)
     for new, stored in (("n1", "m1"), ("n2", "m2")):
@@ -709,3 +712,5 @@ async def test_a_past_read_as_a_command_is_one_event_and_an_intention_is_not(
         assert decided["memory_id"] == only(decisions, stored)["memory_id"], new
     kept = assert_kept_apart(decisions, "n3", from_="m3", guard="alignment")
     assert kept["guard"]["detail"] == "time_change: 'sell': 'intend' vs ''"
+    kept = assert_kept_apart(decisions, "n4", from_="m4", guard="alignment")
+    assert kept["guard"]["detail"] == "value_change: how much of it: many / some"

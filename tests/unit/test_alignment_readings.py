@@ -478,3 +478,27 @@ def test_an_intention_or_a_state_with_a_duration_is_a_time_change(
     aligner: PairAligner, existing: str, new: str
 ) -> None:
     assert kinds_both_ways(aligner, existing, new) == ["time_change", "time_change"]
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        # a noun of amount with its "of" tells how much, as a determiner does
+        ("Keeps lots of houseplants on the balcony", "Keeps a few houseplants on the balcony"),
+        ("Gets plenty of sunlight in the study", "Gets some sunlight in the study"),
+    ],
+)
+def test_an_amount_told_by_a_noun_against_another_part_is_a_value_change(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    assert kinds_both_ways(aligner, existing, new) == ["value_change", "value_change"]
+
+
+def test_a_lot_of_and_lots_of_are_one_amount(aligner: PairAligner) -> None:
+    alignment = aligner.check("Reads a lot of sci-fi novels", "Reads lots of sci-fi novels")
+    assert alignment.veto is None
+    assert alignment.skippable
+    # "a parking lot" is no amount
+    parked = aligner.check("Parks in the lot behind the gym", "Parks in the garage behind the gym")
+    assert parked.veto is not None
+    assert "how much" not in parked.veto.detail
