@@ -848,8 +848,9 @@ _WHOLE: Final = "all"
 
 def _object_quantifiers(doc: Doc) -> frozenset[str]:
     """How much of a thing other than the subject the text speaks of: a
-    determiner of a noun ("speaks some French", "reviews all pull requests") or a
-    pronoun with "of" ("owns most of the services"). Not before a number ("some
+    determiner of a noun ("speaks some French", "reviews all pull requests"), a
+    pronoun with "of" ("owns most of the services") or a noun of amount with its
+    "of" ("keeps lots of plants", "knows a bit of Go"). Not before a number ("some
     10 per cent", "every 6 months": a rate, for the numbers guard) nor as an
     adverb ("likes it the most")."""
     found = set()
@@ -3068,7 +3069,7 @@ class PairAligner:
 
     def check(self, existing: str, new: str) -> Alignment:
         """The pair's alignment; texts not parsed yet are parsed in one batch (two
-        texts in one call cost about a third less each than one by one)."""
+        texts in one call cost up to a third less each than one by one)."""
         self.prime((existing, new))
         return align(self.parsed(existing), self.parsed(new))
 
