@@ -707,9 +707,7 @@ async def test_a_past_read_as_a_command_is_one_event_and_an_intention_is_not(
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
     decisions = await decide_after_stored(settings, real_embedder, BOOKED_STORED, BOOKED)
     for new, stored in (("n1", "m1"), ("n2", "m2")):
-        decided = only(decisions, new)
-        assert decided["decision"] in {"merged", "skipped"}, new
-        assert decided["memory_id"] == only(decisions, stored)["memory_id"], new
+        assert_folded(decisions, new, into=stored, outcomes=("merged", "skipped"))
     kept = assert_kept_apart(decisions, "n3", from_="m3", guard="alignment")
     assert kept["guard"]["detail"] == "time_change: 'sell': 'intend' vs ''"
     kept = assert_kept_apart(decisions, "n4", from_="m4", guard="alignment")
