@@ -49,6 +49,12 @@ class BandSettings(BaseModel):
     # merge_policy is keep_existing; other policies choose the text by their own
     # rule); keep_both stores it as its own memory.
     detail_policy: DetailPolicy = "merge"
+    # Whether the cross-encoder may rescue a match just below the merge band
+    # (dedup.cross_encoder.rescue_threshold up to merge_threshold) here. Off, a new
+    # fact with a stored neighbour in that band costs no model run: the unique
+    # phase of bench/e2e.py runs about twice as fast, and recall on the frozen
+    # memory test splits falls from 0.60 to 0.54 (docs/performance.md).
+    rescue: bool = True
 
     @model_validator(mode="after")
     def _merge_not_above_duplicate(self) -> Self:

@@ -22,7 +22,7 @@ from consumer.domain.alignment import load_aligner
 from consumer.domain.dedup import DedupEngine
 from consumer.domain.merge import build_merger
 from consumer.domain.recent import RecentCache
-from consumer.domain.thresholds import Bands, ThresholdPolicy, lowest_band
+from consumer.domain.thresholds import ThresholdPolicy, lowest_band, policy_from_settings
 from consumer.domain.verifier import build_verifier
 from consumer.embedding.cross_encoder import load_cross_encoder
 from consumer.embedding.embedders import load_embedder, with_subject_form
@@ -55,28 +55,7 @@ log = structlog.get_logger(__name__)
 
 
 def threshold_policy(settings: Settings) -> ThresholdPolicy:
-    dedup = settings.dedup
-    # The cross-encoder's rescue band, below every namespace's merge threshold.
-    rescue = dedup.cross_encoder.rescue_threshold if dedup.cross_encoder.enabled else None
-    return ThresholdPolicy(
-        default=Bands(
-            dedup.duplicate_threshold,
-            dedup.merge_threshold,
-            dedup.merge_policy,
-            dedup.detail_policy,
-            rescue,
-        ),
-        per_namespace={
-            name: Bands(
-                bands.duplicate_threshold,
-                bands.merge_threshold,
-                bands.merge_policy,
-                bands.detail_policy,
-                rescue,
-            )
-            for name, bands in dedup.namespaces.items()
-        },
-    )
+    return policy_from_settings(settings.dedup)
 
 
 def build_store(

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from consumer.domain.merge import MERGE_POLICIES
 from schemas import Decision, DetailPolicy, MergePolicy
+
+if TYPE_CHECKING:
+    from consumer.settings import BandSettings, DedupSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,3 +93,23 @@ def lowest_band(policy: ThresholdPolicy, *, rescue: bool = True) -> float:
     if not rescue:
         return min(min(b.duplicate_threshold, b.merge_threshold) for b in bands) - 1e-6
     return min(b.lowest for b in bands) - 1e-6
+
+
+def policy_from_settings(dedup: DedupSettings) -> ThresholdPolicy:
+    """The bands `dedup` settings ask for, per namespace: the cross-encoder's
+    rescue band where the cross-encoder is on and the namespace has `rescue`."""
+    rescue = dedup.cross_encoder.rescue_threshold if dedup.cross_encoder.enabled else None
+
+    def bands_of(bands: BandSettings) -> Bands:
+        return Bands(
+            bands.duplicate_threshold,
+            bands.merge_threshold,
+            bands.merge_policy,
+            bands.detail_policy,
+            rescue if bands.rescue else None,
+        )
+
+    return ThresholdPolicy(
+        default=bands_of(dedup),
+        per_namespace={name: bands_of(bands) for name, bands in dedup.namespaces.items()},
+    )

@@ -454,7 +454,7 @@ def calibrate(
         verifier=verifier,
         aligner=aligner,
         cross_encoder=cross_encoder,
-        # One rescue band for every namespace (dedup.cross_encoder.rescue_threshold).
+        # The default bands' rescue band (none where dedup.rescue is off).
         rescue_threshold=policy.default.rescue_threshold,
     )
     skip_target = max(target, SKIP_PRECISION_FLOOR)

@@ -16,13 +16,12 @@ import numpy as np
 from consumer.domain.alignment import PairAligner
 from consumer.domain.cross_verifier import CrossEncoderVerifier
 from consumer.domain.normalize import content_hash, normalize_content
-from consumer.domain.thresholds import Bands, ThresholdPolicy
+from consumer.domain.thresholds import Bands, ThresholdPolicy, policy_from_settings
 from consumer.domain.verifier import LocalVerifier, PairJudge, Verdict, Verifier
 from consumer.ports import Embedder
 from consumer.quality.metrics import Tally
 from consumer.quality.pairs import LabelledPair
 from consumer.quality.rule import PairDecision, decide_pair
-from consumer.settings import DedupSettings
 
 __all__ = [
     "DEFAULT_NAMESPACE",
@@ -43,29 +42,6 @@ DEFAULT_NAMESPACE: Final = "(default)"
 NO_CATEGORY: Final = "(none)"
 EMBED_CHUNK: Final = 512
 HASH_CHARS: Final = 12
-
-
-def policy_from_settings(dedup: DedupSettings) -> ThresholdPolicy:
-    """The bands the consumer builds from `dedup` settings (the cross-encoder's
-    rescue band included where it is on)."""
-    rescue = dedup.cross_encoder.rescue_threshold if dedup.cross_encoder.enabled else None
-    return ThresholdPolicy(
-        default=Bands(
-            dedup.duplicate_threshold,
-            dedup.merge_threshold,
-            detail_policy=dedup.detail_policy,
-            rescue_threshold=rescue,
-        ),
-        per_namespace={
-            name: Bands(
-                bands.duplicate_threshold,
-                bands.merge_threshold,
-                detail_policy=bands.detail_policy,
-                rescue_threshold=rescue,
-            )
-            for name, bands in dedup.namespaces.items()
-        },
-    )
 
 
 def short_hash(text: str) -> str:

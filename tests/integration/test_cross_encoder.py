@@ -2,7 +2,7 @@
 cross-encoder, real parser, embedded store): a paraphrase just below the merge
 band is rescued and merged, and a band match it finds a different fact is kept
 apart with its veto recorded; with `dedup.cross_encoder.enabled` off, both go
-as before."""
+as before, and a namespace with `rescue` off keeps the paraphrase apart."""
 
 from __future__ import annotations
 
@@ -64,6 +64,28 @@ async def test_the_cross_encoder_rescues_a_paraphrase_and_vetoes_another_fact(
     assert note["decision"] == "merged", note
     assert note["memory_id"] == only(decisions, "s3")["memory_id"]
     assert note["threshold"] == 0.47
+
+
+async def test_a_namespace_with_the_rescue_off_keeps_the_paraphrase_apart(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(
+        local_broker.bootstrap_servers,
+        tmp_path,
+        dedup={"namespaces": {"chat": {"rescue": False}}},
+    )
+    stored = [*STORED, event("c1", "User works remotely from home.", namespace="chat")]
+    follow_up = [*FOLLOW_UP, event("c2", "Works from home; fully remote.", namespace="chat")]
+    decisions = await decide_after_stored(settings, real_embedder, stored, follow_up)
+
+    kept = only(decisions, "c2")
+    assert kept["decision"] == "accepted", kept
+    assert kept["memory_id"] != only(decisions, "c1")["memory_id"]
+    # The namespace's own band match was below its merge threshold: no veto to name.
+    assert kept.get("guard") is None
+    # The same pair in a namespace that rescues is merged, in the same run.
+    assert only(decisions, "p1")["decision"] == "merged"
+    assert only(decisions, "p1")["memory_id"] == only(decisions, "s1")["memory_id"]
 
 
 async def test_with_one_rescue_cut_the_note_stays_apart(

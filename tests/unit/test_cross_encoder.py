@@ -484,6 +484,33 @@ def test_off_means_no_rescue_band(monkeypatch: pytest.MonkeyPatch) -> None:
     assert lowest_band(threshold_policy(off)) == pytest.approx(off.dedup.merge_threshold - 1e-6)
 
 
+def test_a_namespace_may_turn_the_rescue_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMDEDUP_DEDUP__NAMESPACES__CHAT__RESCUE", "false")
+    monkeypatch.setenv("MEMDEDUP_DEDUP__NAMESPACES__FACTS__MERGE_THRESHOLD", "0.8")
+    policy = threshold_policy(Settings())
+    assert policy.default.rescue_threshold == 0.47
+    assert policy.bands_for("facts").rescue_threshold == 0.47
+    chat = policy.bands_for("chat")
+    assert chat.rescue_threshold is None
+    assert not chat.in_rescue_band(0.6)
+    assert chat.lowest == chat.merge_threshold
+    # The service still reads matches down to the band of the namespaces that rescue.
+    assert lowest_band(policy) == pytest.approx(0.47 - 1e-6)
+
+
+def test_the_rescue_off_everywhere_reads_nothing_below_the_merge_bands(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MEMDEDUP_DEDUP__RESCUE", "false")
+    monkeypatch.setenv("MEMDEDUP_DEDUP__NAMESPACES__CHAT__RESCUE", "false")
+    settings = Settings()
+    policy = threshold_policy(settings)
+    assert policy.default.rescue_threshold is None
+    assert policy.bands_for("chat").rescue_threshold is None
+    assert policy_from_settings(settings.dedup) == policy
+    assert lowest_band(policy) == pytest.approx(settings.dedup.merge_threshold - 1e-6)
+
+
 # The shipped model -----------------------------------------------------------------
 
 
