@@ -74,7 +74,6 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from difflib import SequenceMatcher
 from functools import cache
 from typing import TYPE_CHECKING, Any, Final
 
@@ -89,6 +88,7 @@ from consumer.domain.guards import (
     number_value,
     spoken_clock,
 )
+from consumer.domain.normalize import one_slip
 from consumer.domain.units import CURRENCY_WORDS, frequencies, is_unit_word
 from consumer.domain.vetoes import GuardName, GuardVeto
 
@@ -1367,13 +1367,25 @@ def _abbreviates(short: str, long: str) -> bool:
 
 def _spelling_variant(a: str, b: str) -> bool:
     """ "favorite" / "favourite", "liter" / "litre", "st." / "st": one edit apart
-    (or a trailing dot) in words long enough for that to be a spelling."""
+    (a letter added, dropped or changed, or two neighbours swapped; or a trailing
+    dot) in words long enough for that to be a spelling. One edit, however long
+    the words: "github.com/acme/api" / "github.com/acme/web" are two names. An
+    identifier (a digit, or a character that joins the parts of an address, path
+    or handle) must be spelled alike: "acme/api-v1" / "acme/api-v2",
+    "jane.doe@acme.com" / "jane.roe@acme.com" are others."""
     a, b = a.rstrip("."), b.rstrip(".")
     if a == b:
         return True
-    if min(len(a), len(b)) < 5:
+    if min(len(a), len(b)) < 5 or _identifier(a) or _identifier(b):
         return False
-    return SequenceMatcher(None, a, b).ratio() >= 0.8 and abs(len(a) - len(b)) <= 1
+    return one_slip(a, b)
+
+
+_IDENTIFIER_JOINERS: Final = frozenset("/@_:.#\\")
+
+
+def _identifier(word: str) -> bool:
+    return any(ch.isdigit() or ch in _IDENTIFIER_JOINERS for ch in word)
 
 
 def _identical(a: Word, b: Word) -> bool:

@@ -87,13 +87,13 @@ def spelled_alike(a: str, b: str) -> bool:
             continue
         slips += 1
         lowercase_words = x.isalpha() and y.isalpha() and x.islower() and y.islower()
-        if not lowercase_words or min(len(x), len(y)) < _SLIP_MIN_LENGTH or not _one_slip(x, y):
+        if not lowercase_words or min(len(x), len(y)) < _SLIP_MIN_LENGTH or not one_slip(x, y):
             return False
     # One slip: two words off is a rewording, not a typo.
     return slips <= 1
 
 
-def _one_slip(x: str, y: str) -> bool:
+def one_slip(x: str, y: str) -> bool:
     """One letter added, dropped or changed, or two adjacent letters swapped."""
     if len(x) > len(y):
         x, y = y, x

@@ -712,3 +712,28 @@ async def test_a_past_read_as_a_command_is_one_event_and_an_intention_is_not(
     assert kept["guard"]["detail"] == "time_change: 'sell': 'intend' vs ''"
     kept = assert_kept_apart(decisions, "n4", from_="m4", guard="alignment")
     assert kept["guard"]["detail"] == "value_change: how much of it: many / some"
+
+
+ADDRESS_STORED = [
+    event("m1", "Deploy target is staging.acme.internal"),
+    event("m2", "User's handle on the forum is @mira_codes"),
+    event("m3", "User's favourite theatre is the Globe"),
+]
+ADDRESSES = [
+    event("n1", "Deploy target is staging.acme.external"),
+    event("n2", "User's handle on the forum is @mira_coder"),
+    event("n3", "User's favorite theater is the Globe"),
+]
+
+
+async def test_another_address_is_kept_apart_and_another_spelling_is_not(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    # n1 was skipped (its text dropped): "internal" / "external" inside one long
+    # token were close enough by their share of letters to read as one spelling.
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(settings, real_embedder, ADDRESS_STORED, ADDRESSES)
+    for new, stored in (("n1", "m1"), ("n2", "m2")):
+        kept = assert_kept_apart(decisions, new, from_=stored, guard="alignment")
+        assert kept["guard"]["detail"].startswith("value_change: "), new
+    assert_folded(decisions, "n3", into="m3", outcomes=("merged", "skipped"))

@@ -947,6 +947,35 @@ def test_spelling_variants() -> None:
 
 
 @pytest.mark.parametrize(
+    ("a", "b"),
+    [("liter", "litre"), ("centre", "center"), ("travelled", "traveled"), ("Tomás", "Tomas")],
+)
+def test_one_edit_is_a_spelling(a: str, b: str) -> None:
+    assert _spelling_variant(a, b)
+    assert _spelling_variant(b, a)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        # Long words two or more edits apart: close by their share of letters alone.
+        ("legislature", "legislator"),
+        ("religious", "religion"),
+        ("staging.acme.internal", "staging.acme.external"),
+        ("github.com/acme/payments-api", "github.com/acme/payments-web"),
+        # Identifiers: one character is another address, handle, path or version.
+        ("jane.doe@acme.com", "jane.roe@acme.com"),
+        ("@mira_codes", "@mira_coder"),
+        ("2-space", "4-space"),
+        ("build/v1.10", "build/v1.11"),
+    ],
+)
+def test_more_than_a_slip_or_an_identifier_is_no_spelling(a: str, b: str) -> None:
+    assert not _spelling_variant(a, b)
+    assert not _spelling_variant(b, a)
+
+
+@pytest.mark.parametrize(
     ("guard", "detail", "kind"),
     [
         (GuardName.NUMBERS, "9am vs 9pm", "number_change"),

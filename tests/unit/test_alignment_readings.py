@@ -502,3 +502,32 @@ def test_a_lot_of_and_lots_of_are_one_amount(aligner: PairAligner) -> None:
     parked = aligner.check("Parks in the lot behind the gym", "Parks in the garage behind the gym")
     assert parked.veto is not None
     assert "how much" not in parked.veto.detail
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        ("Deploy target is staging.acme.internal", "Deploy target is staging.acme.external"),
+        (
+            "The team's repo is github.com/acme/payments-api",
+            "The team's repo is github.com/acme/payments-web",
+        ),
+        ("User's handle on the forum is @mira_codes", "User's handle on the forum is @mira_coder"),
+    ],
+)
+def test_another_address_or_handle_is_a_changed_value(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    for a, b in ((existing, new), (new, existing)):
+        alignment = aligner.check(a, b)
+        assert not alignment.equivalent
+        assert alignment.veto is not None
+        assert alignment.veto.detail.startswith("value_change"), alignment.veto.detail
+
+
+def test_a_word_spelled_the_other_way_still_aligns(aligner: PairAligner) -> None:
+    alignment = aligner.check(
+        "User's favourite theatre is the Globe.", "User's favorite theater is the Globe."
+    )
+    assert alignment.veto is None
+    assert alignment.unmatched_existing == alignment.unmatched_new == 0
