@@ -859,8 +859,18 @@ def _object_quantifiers(doc: Doc) -> frozenset[str]:
         if meaning is None or _of_the_subject(token):
             continue
         determiner = token.dep_ in {"det", "amod", "predet", "nummod"}
+        after = doc[token.i + 1] if token.i + 1 < len(doc) else None
         if determiner and token.head.pos_ in _NOMINAL_POS and token.lower_ not in _AMOUNT_NOUNS:
             noun = token.head
+        elif (
+            token.dep_ == "advmod"
+            and after is not None
+            and after.pos_ in _NOMINAL_POS
+            and token.lower_ not in _AMOUNT_NOUNS
+        ):
+            # The parser sometimes hangs a determiner right before its noun on the
+            # verb ("1:1s are some Thursday"): it still says which of them.
+            noun = after
         elif token.dep_ in {"dobj", "pobj", "attr"} and any(
             c.dep_ == "prep" and c.lower_ == "of" for c in token.children
         ):

@@ -718,11 +718,13 @@ ADDRESS_STORED = [
     event("m1", "Deploy target is staging.acme.internal"),
     event("m2", "User's handle on the forum is @mira_codes"),
     event("m3", "User's favourite theatre is the Globe"),
+    event("m4", "Deshawn is the user's manager; 1:1s are every Thursday at 2 pm."),
 ]
 ADDRESSES = [
     event("n1", "Deploy target is staging.acme.external"),
     event("n2", "User's handle on the forum is @mira_coder"),
     event("n3", "User's favorite theater is the Globe"),
+    event("n4", "Deshawn is the user's manager; 1:1s are some Thursday at 2 pm."),
 ]
 
 
@@ -731,9 +733,10 @@ async def test_another_address_is_kept_apart_and_another_spelling_is_not(
 ) -> None:
     # n1 was skipped (its text dropped): "internal" / "external" inside one long
     # token were close enough by their share of letters to read as one spelling.
+    # n4 was skipped too: the parser hangs "some" on the verb, not on "Thursday".
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
     decisions = await decide_after_stored(settings, real_embedder, ADDRESS_STORED, ADDRESSES)
-    for new, stored in (("n1", "m1"), ("n2", "m2")):
+    for new, stored in (("n1", "m1"), ("n2", "m2"), ("n4", "m4")):
         kept = assert_kept_apart(decisions, new, from_=stored, guard="alignment")
         assert kept["guard"]["detail"].startswith("value_change: "), new
     assert_folded(decisions, "n3", into="m3", outcomes=("merged", "skipped"))

@@ -531,3 +531,25 @@ def test_a_word_spelled_the_other_way_still_aligns(aligner: PairAligner) -> None
     )
     assert alignment.veto is None
     assert alignment.unmatched_existing == alignment.unmatched_new == 0
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        (
+            "Deshawn is the user's manager; 1:1s are every Thursday at 2 pm.",
+            "Deshawn is the user's manager; 1:1s are some Thursday at 2 pm.",
+        ),
+    ],
+)
+def test_a_determiner_hung_on_the_verb_still_tells_which_of_them(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    # The parser reads "some" as an adverb of "are"; it determines "Thursday".
+    for a, b in ((existing, new), (new, existing)):
+        alignment = aligner.check(a, b)
+        assert not alignment.equivalent
+        assert alignment.veto is not None
+        assert alignment.veto.detail == "value_change: how much of it: all / some" or (
+            alignment.veto.detail == "value_change: how much of it: some / all"
+        )
