@@ -843,6 +843,7 @@ _OBJECT_QUANTIFIERS: Final = {
     "lot": "many", "lots": "many", "plenty": "many", "bit": "some",
 }  # fmt: skip
 _AMOUNT_NOUNS: Final = frozenset({"lot", "lots", "plenty", "bit"})
+_DETERMINER_DEPS: Final = frozenset({"det", "amod", "predet", "nummod"})
 _WHOLE: Final = "all"
 
 
@@ -858,15 +859,15 @@ def _object_quantifiers(doc: Doc) -> frozenset[str]:
         meaning = _OBJECT_QUANTIFIERS.get(token.lower_)
         if meaning is None or _of_the_subject(token):
             continue
-        determiner = token.dep_ in {"det", "amod", "predet", "nummod"}
         after = doc[token.i + 1] if token.i + 1 < len(doc) else None
-        if determiner and token.head.pos_ in _NOMINAL_POS and token.lower_ not in _AMOUNT_NOUNS:
+        may_determine = token.lower_ not in _AMOUNT_NOUNS  # a noun of amount counts only with "of"
+        if may_determine and token.dep_ in _DETERMINER_DEPS and token.head.pos_ in _NOMINAL_POS:
             noun = token.head
         elif (
-            token.dep_ == "advmod"
+            may_determine
+            and token.dep_ == "advmod"
             and after is not None
             and after.pos_ in _NOMINAL_POS
-            and token.lower_ not in _AMOUNT_NOUNS
         ):
             # The parser sometimes hangs a determiner right before its noun on the
             # verb ("1:1s are some Thursday"): it still says which of them.
@@ -881,7 +882,7 @@ def _object_quantifiers(doc: Doc) -> frozenset[str]:
             c.like_num for c in noun.children if c is not token
         ):
             continue
-        if token.i + 1 < len(doc) and doc[token.i + 1].like_num:
+        if after is not None and after.like_num:
             continue
         found.add(_part_read(token, meaning))
     return frozenset(found)
