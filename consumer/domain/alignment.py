@@ -24,7 +24,9 @@ unmatched and in which role:
   ("Manager is Priya" / "I manage Priya"); the user in one text and a person
   named in the other doing one act to one thing ("user pays the bill" / "Dana
   pays the bill"); what a person is made someone they deal with ("is the team
-  lead" / "reports to the team lead");
+  lead" / "reports to the team lead"); the user doing what a person named in
+  both texts does in the other ("Jonas lives in Oslo and visits" / "..., and
+  the user visits him");
 - **negation**: a negation attached on one side only, or "almost" / "nearly"
   on a verb ("almost moved to Berlin"); a condition turned around ("if it is
   sunny" / "unless it is sunny"); a cause made a concession ("because" /
@@ -2801,8 +2803,10 @@ def _user_left_out_as_doer(
 ) -> GuardVeto | None:
     """The user does a thing with someone in one text, and that someone does it
     in the other, where the user is not named at all: "Goes running with friend
-    Jai" / "Friend Jai goes running". Not when the user is still there ("Jai
-    goes running with the user")."""
+    Jai" / "Friend Jai goes running"; or does what that someone does in the
+    other as the shared subject of another verb both texts give them ("Jonas
+    lives in Oslo and visits" / "Jonas lives in Oslo, and the user visits him").
+    Not when the user is still there ("Jai goes running with the user")."""
     words = (a.words, b.words)
     partner = [{x.index: y for x, y in matched}, {y.index: x for x, y in matched}]
     for pair in matched:
@@ -2818,9 +2822,23 @@ def _user_left_out_as_doer(
             if theirs.index > other_verb.index:
                 continue  # a note's object misread as its subject ("Fri: drive Denver")
             companion = partner[1 - side].get(theirs.index)
-            if companion is not None and companion.role == "prep:with":
+            if companion is not None and (
+                companion.role == "prep:with"
+                or _subject_of_the_same_other_verb(theirs, companion, verb)
+            ):
                 return _veto("role_change", f"'{verb.key}': done by the user vs by '{theirs.key}'")
     return None
+
+
+def _subject_of_the_same_other_verb(theirs: Word, companion: Word, verb: Word) -> bool:
+    """Whether a participant is the subject of one other verb in both texts and
+    does `verb` in one of them as that verb's shared subject ("Jonas lives in Oslo
+    and visits" / "Jonas lives in Oslo, and the user visits him")."""
+    return (
+        theirs.role == companion.role == "subj"
+        and theirs.head_key == companion.head_key
+        and theirs.head_key != verb.key
+    )
 
 
 def _doer(verb: Word, words: Sequence[Word]) -> Word | None:

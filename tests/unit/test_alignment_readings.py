@@ -552,3 +552,40 @@ def test_a_determiner_hung_on_the_verb_still_tells_which_of_them(
             "value_change: how much of it: all / some",
             "value_change: how much of it: some / all",
         }
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        (
+            "Best friend Jonas lives in Oslo and visits every Christmas.",
+            "Best friend Jonas lives in Oslo, and the user visits him every Christmas.",
+        ),
+        (
+            "Brother Sam lives in Leeds and calls every Sunday",
+            "Brother Sam lives in Leeds; the user calls him every Sunday",
+        ),
+    ],
+)
+def test_a_shared_subject_made_the_user_is_another_doer(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    # The first text's second verb shares the named person's subject; the second
+    # text hands it to the user, the person still the subject of the first verb.
+    assert kinds_both_ways(aligner, existing, new) == ["role_change", "role_change"]
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        (
+            "Cousin Bea moved to Austin and visits each summer",
+            "Cousin Bea moved to Austin; she visits every summer",
+        ),
+        ("Avoids Jira; tracks tasks in Linear", "Tracks tasks in Linear and avoids Jira"),
+    ],
+)
+def test_a_shared_subject_kept_is_no_other_doer(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    assert kinds_both_ways(aligner, existing, new) == [None, None]
