@@ -2456,23 +2456,30 @@ def _user_doer_replaced(
 ) -> GuardVeto | None:
     """The user as the subject of a verb one text tells, a person the other names
     as the subject of the same verb done to the same thing ("user pays the larger
-    share" / "Dana pays the larger share"): another doer. Both verbs finite with
-    the same object: a note's participle has no subject of its own, whatever the
-    parse reads ("Dog: Comet, adopted 2020": "Dog" as the doer)."""
-    for users, others, user_text, other_text in ((left, right, a, b), (right, left, b, a)):
-        for user in users:
+    share" / "Dana pays the larger share"): another doer. The user may be named in
+    both texts, doing another thing in the other ("they host the site but the
+    user keeps the domain" / "the user hosts the site but Nordlicht keeps the
+    domain"), as long as the user does not do this verb there too. Both verbs
+    finite with the same object: a note's participle has no subject of its own,
+    whatever the parse reads ("Dog: Comet, adopted 2020": "Dog" as the doer)."""
+    for others, user_text, other_text in ((right, a, b), (left, b, a)):
+        for user in user_text.words:
             verb = user.head_key
             if user.key != _SELF or user.dep != "nsubj" or not _told_with_tense(user_text, verb):
                 continue
             objects = _objects(user_text, verb)
             if not objects or objects != _objects(other_text, verb):
                 continue
-            if not _told_with_tense(other_text, verb):
+            if not _told_with_tense(other_text, verb) or _user_does(other_text, verb):
                 continue
             for other in others:
                 if other.pos == "PROPN" and other.dep == "nsubj" and other.head_key == verb:
                     return _veto("role_change", f"'{verb}': done by the user vs '{other.key}'")
     return None
+
+
+def _user_does(text: AlignedText, verb: str) -> bool:
+    return any(w.key == _SELF and w.dep == "nsubj" and w.head_key == verb for w in text.words)
 
 
 def _objects(text: AlignedText, verb: str) -> frozenset[str]:

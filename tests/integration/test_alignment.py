@@ -745,20 +745,30 @@ async def test_another_address_is_kept_apart_and_another_spelling_is_not(
 DOER_STORED = [
     event("m1", "Best friend Jonas lives in Oslo and visits every Christmas."),
     event("m2", "Cousin Bea moved to Austin and visits each summer"),
+    event(
+        "m3", "Agreed with Nordlicht Media that they host the site but the user keeps the domain."
+    ),
 ]
 DOERS = [
     event("n1", "Best friend Jonas lives in Oslo, and the user visits him every Christmas."),
     event("n2", "Cousin Bea moved to Austin; she visits every summer"),
+    event(
+        "n3",
+        "Agreed with Nordlicht Media that the user hosts the site but Nordlicht keeps the domain.",
+    ),
 ]
 
 
-async def test_a_visit_handed_from_a_friend_to_the_user_is_kept_apart(
+async def test_an_act_handed_between_the_user_and_a_named_one_is_kept_apart(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
     # n1 was merged into m1: "visits" shares Jonas's subject in m1, and the user
-    # visits in n1, while Jonas is still the subject of "lives" in both.
+    # visits in n1, while Jonas is still the subject of "lives" in both. n3 was
+    # merged into m3: the user keeps the domain in m3, Nordlicht in n3.
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
     decisions = await decide_after_stored(settings, real_embedder, DOER_STORED, DOERS)
     kept = assert_kept_apart(decisions, "n1", from_="m1", guard="alignment")
     assert kept["guard"]["detail"].startswith("role_change: 'visit'")
+    kept = assert_kept_apart(decisions, "n3", from_="m3", guard="alignment")
+    assert kept["guard"]["detail"].startswith("role_change: 'keep'")
     assert_folded(decisions, "n2", into="m2", outcomes=("merged", "skipped"))

@@ -589,3 +589,30 @@ def test_a_shared_subject_kept_is_no_other_doer(
     aligner: PairAligner, existing: str, new: str
 ) -> None:
     assert kinds_both_ways(aligner, existing, new) == [None, None]
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        (
+            "Agreed with Nordlicht Media that they host the site but the user keeps the domain.",
+            "Agreed with Nordlicht Media that the user hosts the site but Nordlicht keeps the domain.",
+        ),
+    ],
+)
+def test_the_user_in_both_texts_doing_what_a_named_one_does_is_another_doer(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    # The user is matched (the subject of another verb in the other text), and
+    # the name the other text gives the verb is its own second mention.
+    assert kinds_both_ways(aligner, existing, new) == ["role_change", "role_change"]
+
+
+def test_the_user_doing_the_same_beside_a_named_one_is_no_other_doer(
+    aligner: PairAligner,
+) -> None:
+    existing = "User cooks dinner and Priya washes the dishes"
+    assert kinds_both_ways(aligner, existing, "I cook dinner; Priya does the dishes") == [
+        None,
+        None,
+    ]
