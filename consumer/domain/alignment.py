@@ -2196,6 +2196,13 @@ def _root_tense(
         verbless = not other.main_verb[0] and not any(w.tense for w in other.words)
         if _past_copula(told) and verbless and not recorded:
             return _veto("time_change", "'be': Past vs a note without a verb")
+        # "Was the lead of the mobile team" / "Leads the mobile team": the past
+        # against a present main verb the other text's own, not aligned with "be".
+        present = [
+            w for w in other.words if w.dep == "ROOT" and w.pos == "VERB" and w.tense == "Pres"
+        ]
+        if _past_copula(told) and present and not _past_copula(other) and not recorded:
+            return _veto("time_change", f"'be': Past vs '{present[0].key}': Pres")
     if len(roots[0]) != 1 or len(roots[1]) != 1:
         return None
     x, y = roots[0][0], roots[1][0]

@@ -616,3 +616,28 @@ def test_the_user_doing_the_same_beside_a_named_one_is_no_other_doer(
         None,
         None,
     ]
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        ("Leads the mobile team", "Was the lead of the mobile team"),
+        ("Coaches the under-10 football team", "Was coach of the under-10 football team"),
+        ("Works as a nurse in Leeds", "Was a nurse in Leeds"),
+        # a note's noun read as its present verb ("Team lead" as "team leads")
+        ("Team lead of a 4-person data team", "Was team lead of a 4-person data team"),
+    ],
+)
+def test_a_past_was_against_a_present_main_verb_is_a_time_change(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    assert kinds_both_ways(aligner, existing, new) == ["time_change", "time_change"]
+
+
+def test_a_present_is_against_a_present_main_verb_is_no_time_change(
+    aligner: PairAligner,
+) -> None:
+    assert kinds_both_ways(aligner, "Works as a nurse in Leeds", "Is a nurse in Leeds") == [
+        None,
+        None,
+    ]
