@@ -38,7 +38,8 @@ unmatched and in which role:
   proposal or expectation over a clause ("proposes that services use gRPC"); a
   change under way ("is moving to the Business plan") against a state; a note's past
   ("Worked as a nurse") or a past "was" against the present or a note without a
-  verb; a verb going on ("is fostering a beagle") against one that has or did
+  verb; a present "is" against a past verb of the same subject ("Zoe is in the
+  choir" / "Zoe sang in the choir"); a verb going on ("is fostering a beagle") against one that has or did
   the thing ("has a beagle").
 
 `contained` is true when every word of one text is matched and no verb only the
@@ -2203,6 +2204,19 @@ def _root_tense(
         ]
         if _past_copula(told) and present and not _past_copula(other) and not recorded:
             return _veto("time_change", f"'be': Past vs '{present[0].key}': Pres")
+        # "Daughter Zoe is in the choir" / "Daughter Zoe sang in the choir": one
+        # subject, a state now against what it did, the past verb the other's own.
+        past = [w for w in other.words if w.dep == "ROOT" and w.pos == "VERB" and w.tense == "Past"]
+        copula = [w for w in told.words if w.dep == "ROOT" and w.key == "be"]
+        if (
+            _present_copula(told)
+            and len(past) == 1
+            and len(copula) == 1
+            and not _present_copula(other)
+            and not recorded
+            and _subject_key(told, copula[0]) == _subject_key(other, past[0]) != ""
+        ):
+            return _veto("time_change", f"'be': Pres vs '{past[0].key}': Past")
     if len(roots[0]) != 1 or len(roots[1]) != 1:
         return None
     x, y = roots[0][0], roots[1][0]
@@ -2278,6 +2292,28 @@ def _going_on(form: str) -> bool:
     if parts[0] == "being":
         return len(parts) == 2
     return parts[0] in _PRESENT_BE and (parts[1].endswith("ing") or parts[1] == "being")
+
+
+def _subject_key(text: AlignedText, verb: Word) -> str:
+    """The key of the verb's subject; the user's for a verb with none heading a
+    note; "" when unknown."""
+    subjects = [w.key for w in text.words if w.role == "subj" and w.head_key == verb.key]
+    if len(subjects) == 1:
+        return subjects[0]
+    if not subjects and verb.subjectless and verb.shared_subject < 0:
+        return _SELF
+    return ""
+
+
+def _present_copula(text: AlignedText) -> bool:
+    """Whether the text's main verb is a present "is" / "are" / "am"."""
+    return any(
+        w.dep == "ROOT"
+        and w.key == "be"
+        and w.tense == "Pres"
+        and w.text in {"is", "are", "am", "'m", "'s", "'re"}
+        for w in text.words
+    )
 
 
 def _past_copula(text: AlignedText) -> bool:

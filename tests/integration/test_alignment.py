@@ -777,19 +777,27 @@ async def test_an_act_handed_between_the_user_and_a_named_one_is_kept_apart(
 PAST_STORED = [
     event("m1", "Leads the mobile team"),
     event("m2", "Works as a nurse in Leeds"),
+    event("m3", "Daughter Zoe is in the school choir"),
+    event("m4", "User chose Hetzner for hosting"),
 ]
 PASTS = [
     event("n1", "Was the lead of the mobile team"),
     event("n2", "Is a nurse in Leeds"),
+    event("n3", "Daughter Zoe sang in the school choir"),
+    event("n4", "User's hosting provider is Hetzner"),
 ]
 
 
-async def test_a_past_was_against_a_present_main_verb_is_kept_apart(
+async def test_a_past_against_a_present_main_verb_is_kept_apart(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
     # n1 was merged into m1: only a note without a verb was read against the past.
+    # n3 was merged into m3: a present "is" was not read against a past verb.
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
     decisions = await decide_after_stored(settings, real_embedder, PAST_STORED, PASTS)
     kept = assert_kept_apart(decisions, "n1", from_="m1", guard="alignment")
     assert kept["guard"]["detail"] == "time_change: 'be': Past vs 'lead': Pres"
+    kept = assert_kept_apart(decisions, "n3", from_="m3", guard="alignment")
+    assert kept["guard"]["detail"] == "time_change: 'be': Pres vs 'sing': Past"
     assert_folded(decisions, "n2", into="m2", outcomes=("merged", "skipped"))
+    assert_folded(decisions, "n4", into="m4", outcomes=("merged", "skipped"))

@@ -641,3 +641,34 @@ def test_a_present_is_against_a_present_main_verb_is_no_time_change(
         None,
         None,
     ]
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        ("User is a nurse in Leeds", "User worked as a nurse in Leeds"),
+        ("Kofi is a tenant of the Elm Street flat", "Kofi rented the Elm Street flat"),
+        ("Daughter Zoe is in the school choir", "Daughter Zoe sang in the school choir"),
+    ],
+)
+def test_a_present_is_against_a_past_main_verb_of_one_subject_is_a_time_change(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    assert kinds_both_ways(aligner, existing, new) == ["time_change", "time_change"]
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        (
+            "User decided to learn Spanish this year",
+            "User's plan for this year is to learn Spanish",
+        ),
+        ("User chose Hetzner for hosting", "User's hosting provider is Hetzner"),
+    ],
+)
+def test_a_present_is_of_another_subject_than_the_past_verb_is_no_time_change(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    # "plan" and "provider" are what "is" tells of; the user did the choosing.
+    assert kinds_both_ways(aligner, existing, new) == [None, None]
