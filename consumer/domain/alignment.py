@@ -2780,11 +2780,11 @@ def _same_slot(x: Word, y: Word) -> bool:
 
 def _role_change(matched: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
     """Who does what to whom: two aligned participants trade subject and object
-    under the same verb, or one is introduced by an opposed preposition."""
+    under the same verb (a passive's agent read through its "by": "User is
+    mentoring Priyanka" / "User is being mentored by Priyanka"), or one is
+    introduced by an opposed preposition."""
     swapped = [
-        (x, y)
-        for x, y in matched
-        if {x.role, y.role} == {"subj", "obj"} and x.head_key == y.head_key
+        (x, y) for x, y in matched if {x.role, y.role} == {"subj", "obj"} and x.anchor == y.anchor
     ]
     if len(swapped) >= 2:
         names = " / ".join(x.key for x, _ in swapped[:2])

@@ -748,6 +748,8 @@ DOER_STORED = [
     event(
         "m3", "Agreed with Nordlicht Media that they host the site but the user keeps the domain."
     ),
+    event("m4", "User is mentoring Priyanka"),
+    event("m5", "Olu coaches the user in chess"),
 ]
 DOERS = [
     event("n1", "Best friend Jonas lives in Oslo, and the user visits him every Christmas."),
@@ -756,6 +758,8 @@ DOERS = [
         "n3",
         "Agreed with Nordlicht Media that the user hosts the site but Nordlicht keeps the domain.",
     ),
+    event("n4", "User is being mentored by Priyanka"),
+    event("n5", "The user is coached in chess by Olu"),
 ]
 
 
@@ -764,14 +768,18 @@ async def test_an_act_handed_between_the_user_and_a_named_one_is_kept_apart(
 ) -> None:
     # n1 was merged into m1: "visits" shares Jonas's subject in m1, and the user
     # visits in n1, while Jonas is still the subject of "lives" in both. n3 was
-    # merged into m3: the user keeps the domain in m3, Nordlicht in n3.
+    # merged into m3: the user keeps the domain in m3, Nordlicht in n3. n4 was
+    # merged into m4: the passive's agent hangs on "by", and was not compared.
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
     decisions = await decide_after_stored(settings, real_embedder, DOER_STORED, DOERS)
     kept = assert_kept_apart(decisions, "n1", from_="m1", guard="alignment")
     assert kept["guard"]["detail"].startswith("role_change: 'visit'")
     kept = assert_kept_apart(decisions, "n3", from_="m3", guard="alignment")
     assert kept["guard"]["detail"].startswith("role_change: 'keep'")
+    kept = assert_kept_apart(decisions, "n4", from_="m4", guard="alignment")
+    assert kept["guard"]["detail"].endswith("subject and object swapped")
     assert_folded(decisions, "n2", into="m2", outcomes=("merged", "skipped"))
+    assert_folded(decisions, "n5", into="m5", outcomes=("merged", "skipped"))
 
 
 PAST_STORED = [

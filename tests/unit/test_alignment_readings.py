@@ -672,3 +672,31 @@ def test_a_present_is_of_another_subject_than_the_past_verb_is_no_time_change(
 ) -> None:
     # "plan" and "provider" are what "is" tells of; the user did the choosing.
     assert kinds_both_ways(aligner, existing, new) == [None, None]
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        ("User is mentoring Priyanka", "User is being mentored by Priyanka"),
+        ("Olu coaches the user", "Olu is coached by the user"),
+        ("Hugo interviewed the user for the job", "Hugo was interviewed by the user for the job"),
+    ],
+)
+def test_a_passive_with_the_roles_kept_in_place_is_a_role_change(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    # The agent hangs on "by", not on the verb: read through it, it is the doer.
+    assert kinds_both_ways(aligner, existing, new) == ["role_change", "role_change"]
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        ("Olu coaches the user", "The user is coached by Olu"),
+        ("Hugo interviewed the user for the job", "The user was interviewed by Hugo for the job"),
+    ],
+)
+def test_a_passive_that_keeps_the_doer_is_no_role_change(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    assert kinds_both_ways(aligner, existing, new) == [None, None]
