@@ -11,8 +11,10 @@ unmatched and in which role:
   seat" / "aisle seat", "turned on" / "turned off"; a direction reversed ("went
   up" / "went down"); another part of the subject's group ("most of the team" /
   "the team") or of a thing ("reviews all pull requests" / "some pull
-  requests"); a modifier that makes another role ("vice president"); an
-  exception on one side only ("except almonds");
+  requests"), or all of a thing against a kind of it only the other names
+  ("backs up all laptops" / "the office laptops"); a modifier that makes
+  another role ("vice president"); an exception on one side only ("except
+  almonds");
 - **role change**: an aligned noun changes role (subject / object / the
   preposition that introduces it): "sublets a flat to Ana" / "from Ana"; opposed
   prepositions on one word, whatever they govern ("opens before nine" / "after
@@ -210,6 +212,9 @@ class AlignedText:
     # How much of a thing the fact is about, elsewhere than in its subject ("speaks
     # some French", "reviews all pull requests"): `_object_quantifiers`.
     object_quantifiers: frozenset[str] = frozenset()
+    # The nouns (keys) a text speaks of as a whole, said outright ("in all
+    # projects"): `_wholes`.
+    wholes: frozenset[str] = frozenset()
     # The words that join its parts ("or", "if", "unless", "because"; not "and"),
     # each as often as written, in order of the alphabet: `_connectives`.
     connectives: tuple[str, ...] = ()
@@ -714,6 +719,7 @@ def _words(doc: Doc) -> AlignedText:
         subject_supplied=doc.user_data.get(_SUBJECT_SUPPLIED, False),
         main_verb=_main_verb(doc),
         object_quantifiers=_object_quantifiers(doc),
+        wholes=_wholes(doc),
         connectives=_connectives(doc),
         pronouns=pronouns,
         finite_tenses=_finite_tenses(doc, cleft),
@@ -889,6 +895,47 @@ def _object_quantifiers(doc: Doc) -> frozenset[str]:
             continue
         found.add(_part_read(token, meaning))
     return frozenset(found)
+
+
+def _wholes(doc: Doc) -> frozenset[str]:
+    """The keys of the nouns "all" determines ("in all projects"), outside the
+    subject. Not "every" or "each", most often a time that repeats ("every
+    morning" / "daily"), nor the group a superlative picks from ("of all
+    bands")."""
+    return frozenset(
+        _key(token.head)
+        for token in doc
+        if token.lower_ == "all"
+        and token.dep_ in _DETERMINER_DEPS
+        and token.head.pos_ in _NOMINAL_POS
+        and token.head.dep_ not in _SUBJECT_QUANTIFIER_DEPS
+        and not (token.head.dep_ == "pobj" and token.head.head.lower_ == "of")
+    )
+
+
+def _whole_narrowed(
+    a: AlignedText,
+    b: AlignedText,
+    matched: Sequence[tuple[Word, Word]],
+    left: Sequence[Word],
+    right: Sequence[Word],
+) -> GuardVeto | None:
+    """A noun one text speaks of as a whole ("in all projects") and the other
+    narrows by a modifier only it has ("in new projects"): a part of it, not a
+    detail of the same fact."""
+    for whole_text, other_text, added, side in ((a, b, right, 0), (b, a, left, 1)):
+        for pair in matched:
+            noun, other = pair[side], pair[1 - side]
+            if noun.key not in whole_text.wholes or other.key in other_text.wholes:
+                continue
+            for word in added:
+                if (
+                    word.dep in {"amod", "compound"}
+                    and word.head_key == other.key
+                    and _content(word)
+                ):
+                    return _veto("value_change", f"all '{noun.key}' vs '{word.key} {other.key}'")
+    return None
 
 
 def _scope_changed(a: AlignedText, b: AlignedText) -> GuardVeto | None:
@@ -1719,6 +1766,7 @@ def _beyond_words(
         or _opposed_prepositions(a, b)
         or _group_or_person(a, b)
         or _scope_changed(a, b)
+        or _whole_narrowed(a, b, matched, left, right)
         or _connective_turned(a, b)
         or _exception(a, b)
         or _copula_owner_traded(a, b)

@@ -787,16 +787,18 @@ PAST_STORED = [
     event("m2", "Works as a nurse in Leeds"),
     event("m3", "Daughter Zoe is in the school choir"),
     event("m4", "User chose Hetzner for hosting"),
+    event("m5", "Backs up all laptops weekly"),
 ]
 PASTS = [
     event("n1", "Was the lead of the mobile team"),
     event("n2", "Is a nurse in Leeds"),
     event("n3", "Daughter Zoe sang in the school choir"),
     event("n4", "User's hosting provider is Hetzner"),
+    event("n5", "Backs up the office laptops weekly"),
 ]
 
 
-async def test_a_past_against_a_present_main_verb_is_kept_apart(
+async def test_a_past_against_a_present_and_a_kind_against_all_of_it_are_kept_apart(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
     # n1 was merged into m1: only a note without a verb was read against the past.
@@ -809,3 +811,6 @@ async def test_a_past_against_a_present_main_verb_is_kept_apart(
     assert kept["guard"]["detail"] == "time_change: 'be': Pres vs 'sing': Past"
     assert_folded(decisions, "n2", into="m2", outcomes=("merged", "skipped"))
     assert_folded(decisions, "n4", into="m4", outcomes=("merged", "skipped"))
+    # n5 was merged into m5: a kind of the laptops read as a detail of all of them.
+    kept = assert_kept_apart(decisions, "n5", from_="m5", guard="alignment")
+    assert kept["guard"]["detail"] == "value_change: all 'laptop' vs 'office laptop'"

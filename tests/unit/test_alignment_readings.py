@@ -700,3 +700,35 @@ def test_a_passive_that_keeps_the_doer_is_no_role_change(
     aligner: PairAligner, existing: str, new: str
 ) -> None:
     assert kinds_both_ways(aligner, existing, new) == [None, None]
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        ("Backs up all laptops weekly", "Backs up the office laptops weekly"),
+        ("Runs Prettier on all repos", "Runs Prettier on backend repos"),
+        ("Signs all contracts with a blue pen", "Signs client contracts with a blue pen"),
+    ],
+)
+def test_all_of_a_thing_against_a_kind_of_it_is_a_changed_value(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    for first, second in ((existing, new), (new, existing)):
+        veto = aligner.check(first, second).veto
+        assert veto is not None
+        assert veto.detail.startswith("value_change: all '")
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        # "all" on both sides: what the second adds is a detail of the whole
+        ("Runs Prettier on all repos", "Runs Prettier on all repos before each release"),
+        # the group a superlative picks from
+        ("Of all cuisines, likes Thai the most", "Favourite cuisine is Thai"),
+    ],
+)
+def test_all_kept_or_a_superlative_group_is_no_narrowing(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    assert kinds_both_ways(aligner, existing, new) == [None, None]
