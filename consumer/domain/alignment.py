@@ -1473,11 +1473,12 @@ def _variant(a: Word, b: Word) -> bool:
 
 def _nominalised(verb: Word, noun: Word) -> bool:
     """A verb and the noun of its act ("meditates" / "meditation", "mentors" /
-    "mentoring"), as a note writes a habit; verbs of six letters or more."""
+    "mentoring", "approve" / "approval"), as a note writes a habit; verbs of
+    six letters or more."""
     if noun.pos != "NOUN" or len(verb.key) < _NOMINALISED_STEM_MIN:
         return False
     stem = verb.key.removesuffix("e")
-    return noun.key in {verb.key + "ing", stem + "ing", stem + "ion", stem + "ation"}
+    return noun.key in {verb.key + "ing", stem + "ing", stem + "ion", stem + "ation", stem + "al"}
 
 
 _NOMINALISED_STEM_MIN: Final = 6
@@ -1493,6 +1494,8 @@ def _derived(stem: str, word: str) -> bool:
     """Whether `word` is `stem` plus a suffix that keeps its meaning; stems of
     seven letters or more ("critic" / "critical", "origin" / "original" are
     other words)."""
+    if len(stem) >= _DERIVED_STEM_MIN - 1 and stem.endswith("y") and word == stem[:-1] + "ic":
+        return True  # "allergy" / "allergic", "anatomy" / "anatomic"
     return len(stem) >= _DERIVED_STEM_MIN and any(
         word == stem + suffix for suffix in _DERIVING_SUFFIXES
     )

@@ -814,3 +814,18 @@ async def test_a_past_against_a_present_and_a_kind_against_all_of_it_are_kept_ap
     # n5 was merged into m5: a kind of the laptops read as a detail of all of them.
     kept = assert_kept_apart(decisions, "n5", from_="m5", guard="alignment")
     assert kept["guard"]["detail"] == "value_change: all 'laptop' vs 'office laptop'"
+
+
+async def test_an_allergy_told_by_the_noun_or_the_adjective_is_folded(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    # n1 was kept apart: "allergic" and "allergy" were two words, so the
+    # cross-encoder was asked for a rewording's odds (0.58 < 0.7).
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(
+        settings,
+        real_embedder,
+        [event("m1", "Daughter is allergic to shellfish")],
+        [event("n1", "Daughter has a shellfish allergy")],
+    )
+    assert_folded(decisions, "n1", into="m1", outcomes=("merged",))

@@ -732,3 +732,18 @@ def test_all_kept_or_a_superlative_group_is_no_narrowing(
     aligner: PairAligner, existing: str, new: str
 ) -> None:
     assert kinds_both_ways(aligner, existing, new) == [None, None]
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        ("Allergic to nuts", "Has a nut allergy"),
+        ("Son is allergic to shellfish", "Son has a shellfish allergy"),
+        ("Needs manager approval for travel", "Travel must be approved by the manager"),
+    ],
+)
+def test_a_word_and_its_derivative_align(aligner: PairAligner, existing: str, new: str) -> None:
+    # "allergy" / "allergic", "approve" / "approval": one word, another part of speech.
+    alignment = aligner.check(existing, new)
+    assert alignment.veto is None
+    assert alignment.unmatched_new == 0
