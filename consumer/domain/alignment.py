@@ -41,8 +41,8 @@ unmatched and in which role:
   change under way ("is moving to the Business plan") against a state; a note's past
   ("Worked as a nurse") or a past "was" against the present or a note without a
   verb; a present "is" against a past verb of the same subject ("Zoe is in the
-  choir" / "Zoe sang in the choir"); a verb going on ("is fostering a beagle") against one that has or did
-  the thing ("has a beagle").
+  choir" / "Zoe sang in the choir"); a verb going on ("is fostering a beagle")
+  against one that has or did the thing ("has a beagle").
 
 `contained` is true when every word of one text is matched and no verb only the
 other has acts on a word both have: the cross-encoder's rescue below the band
@@ -1494,7 +1494,7 @@ def _derived(stem: str, word: str) -> bool:
     """Whether `word` is `stem` plus a suffix that keeps its meaning; stems of
     seven letters or more ("critic" / "critical", "origin" / "original" are
     other words)."""
-    if len(stem) >= _DERIVED_STEM_MIN - 1 and stem.endswith("y") and word == stem[:-1] + "ic":
+    if len(stem) >= _DERIVED_STEM_MIN and stem.endswith("y") and word == stem[:-1] + "ic":
         return True  # "allergy" / "allergic", "anatomy" / "anatomic"
     return len(stem) >= _DERIVED_STEM_MIN and any(
         word == stem + suffix for suffix in _DERIVING_SUFFIXES
