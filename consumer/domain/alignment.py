@@ -2245,26 +2245,26 @@ def _root_tense(
             w.dep in {"attr", "acomp"} and w.head_key == "be" and w.pos in {"NOUN", "ADJ"}
             for w in told.words
         )
+        if recorded:
+            continue
+        was = _copula(told, "Past")
         verbless = not other.main_verb[0] and not any(w.tense for w in other.words)
-        if _past_copula(told) and verbless and not recorded:
+        if was and verbless:
             return _veto("time_change", "'be': Past vs a note without a verb")
         # "Was the lead of the mobile team" / "Leads the mobile team": the past
-        # against a present main verb the other text's own, not aligned with "be".
-        present = [
-            w for w in other.words if w.dep == "ROOT" and w.pos == "VERB" and w.tense == "Pres"
-        ]
-        if _past_copula(told) and present and not _past_copula(other) and not recorded:
+        # against a present main verb of the other text's own (not "be").
+        present = _root_verbs(other, "Pres")
+        if was and present and not _copula(other, "Past"):
             return _veto("time_change", f"'be': Past vs '{present[0].key}': Pres")
         # "Daughter Zoe is in the choir" / "Daughter Zoe sang in the choir": one
-        # subject, a state now against what it did, the past verb the other's own.
-        past = [w for w in other.words if w.dep == "ROOT" and w.pos == "VERB" and w.tense == "Past"]
+        # subject, a state now against what it did.
+        past = _root_verbs(other, "Past")
         copula = [w for w in told.words if w.dep == "ROOT" and w.key == "be"]
         if (
-            _present_copula(told)
+            _copula(told, "Pres")
             and len(past) == 1
             and len(copula) == 1
-            and not _present_copula(other)
-            and not recorded
+            and not _copula(other, "Pres")
             and _subject_key(told, copula[0]) == _subject_key(other, past[0]) != ""
         ):
             return _veto("time_change", f"'be': Pres vs '{past[0].key}': Past")
@@ -2356,23 +2356,26 @@ def _subject_key(text: AlignedText, verb: Word) -> str:
     return ""
 
 
-def _present_copula(text: AlignedText) -> bool:
-    """Whether the text's main verb is a present "is" / "are" / "am"."""
+# "be" as a main verb written alone, by tense ("was", "is"; not "has been").
+_COPULA_FORMS: Final[dict[str, frozenset[str]]] = {
+    "Past": frozenset({"was", "were"}),
+    "Pres": frozenset({"is", "are", "am", "'m", "'s", "'re"}),
+}
+
+
+def _copula(text: AlignedText, tense: str) -> bool:
+    """Whether the text's main verb is "be" in `tense`, written alone
+    (`_COPULA_FORMS`)."""
+    forms = _COPULA_FORMS[tense]
     return any(
-        w.dep == "ROOT"
-        and w.key == "be"
-        and w.tense == "Pres"
-        and w.text in {"is", "are", "am", "'m", "'s", "'re"}
+        w.dep == "ROOT" and w.key == "be" and w.tense == tense and w.text in forms
         for w in text.words
     )
 
 
-def _past_copula(text: AlignedText) -> bool:
-    """Whether the text's main verb is a past "was" / "were" (not "has been")."""
-    return any(
-        w.dep == "ROOT" and w.key == "be" and w.tense == "Past" and w.text in {"was", "were"}
-        for w in text.words
-    )
+def _root_verbs(text: AlignedText, tense: str) -> list[Word]:
+    """The text's main verbs in `tense`, not "be" or another auxiliary."""
+    return [w for w in text.words if w.dep == "ROOT" and w.pos == "VERB" and w.tense == tense]
 
 
 def _negation_moved(x: Word, y: Word, left: Sequence[Word], right: Sequence[Word]) -> bool:
