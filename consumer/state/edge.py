@@ -45,6 +45,7 @@ from consumer.state.edge_layout import (
     SEEN_JSON_FIELD,
     complete_decision_times,
     complete_search_scope,
+    ensure_index,
     expired_filter,
     match,
     memories_present,
@@ -117,32 +118,37 @@ class EdgeMemoryStore:
         if shard is not None:
             return shard
         path = self.shard_path(partition)
+        config = EdgeConfig(vectors=EdgeVectorParams(self._dimension, Distance.Cosine))
         if path.exists() and any(path.iterdir()):
-            shard = EdgeShard.load(str(path))
+            # With the config, a shard whose creation was killed before it wrote its
+            # own (a log, no segments) opens empty instead of failing every open of
+            # its partition; the config is also checked against the segments there.
+            shard = EdgeShard.load(str(path), config)
+            self._ensure_indexes(shard)
             complete_search_scope(shard, partition)
             if self._decision_times:
                 complete_decision_times(shard, partition)
         else:
             path.mkdir(parents=True, exist_ok=True)
-            config = EdgeConfig(vectors=EdgeVectorParams(self._dimension, Distance.Cosine))
             shard = EdgeShard.create(str(path), config)
-            for field in (*codec.INDEXED_FIELDS, SEARCH_SCOPE_FIELD):
-                schema: Any = (
-                    KeywordIndexParams(is_tenant=True)
-                    if field == codec.TENANT_FIELD
-                    else PayloadSchemaType.Keyword
-                )
-                shard.update(UpdateOperation.create_field_index(field, schema))
-            if self._decision_times:
-                shard.update(
-                    UpdateOperation.create_field_index(
-                        codec.DECIDED_AT_FIELD, PayloadSchemaType.Float
-                    )
-                )
+            self._ensure_indexes(shard)
         self._shards[partition] = shard
         self._last_flush[partition] = time.monotonic()
         log.info("shard_opened", partition=partition, path=str(path))
         return shard
+
+    def _ensure_indexes(self, shard: Any) -> None:
+        """The shard's payload indexes, created where missing: a process killed
+        between creating a shard and indexing it leaves a shard without them."""
+        for field in (*codec.INDEXED_FIELDS, SEARCH_SCOPE_FIELD):
+            schema: Any = (
+                KeywordIndexParams(is_tenant=True)
+                if field == codec.TENANT_FIELD
+                else PayloadSchemaType.Keyword
+            )
+            ensure_index(shard, field, schema)
+        if self._decision_times:
+            ensure_index(shard, codec.DECIDED_AT_FIELD, PayloadSchemaType.Float)
 
     async def get_memories(
         self, partition: int, memory_ids: Sequence[str]

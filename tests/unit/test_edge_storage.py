@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import shutil
 import subprocess
 import sys
 import time
@@ -34,6 +35,7 @@ from consumer.domain.models import (
     SimilarityQuery,
 )
 from consumer.domain.normalize import decision_id_for
+from consumer.errors import StoreUnavailable
 from consumer.state import codec, edge, edge_layout
 from consumer.state.edge import EdgeMemoryStore
 from consumer.state.edge_layout import stored_payload
@@ -359,6 +361,56 @@ async def test_an_unflushed_write_survives_a_killed_process(tmp_path: Path) -> N
         assert found[MEMORY_ID].payload == {"kind": "command", "n": 1}
     finally:
         await store.close()
+
+
+CREATE_AND_DIE = """
+import os, sys
+from qdrant_edge import Distance, EdgeConfig, EdgeShard, EdgeVectorParams
+os.makedirs(sys.argv[1])
+EdgeShard.create(sys.argv[1], EdgeConfig(vectors=EdgeVectorParams(int(sys.argv[2]), Distance.Cosine)))
+os._exit(0)  # killed between creating the shard and indexing it
+"""
+
+
+def killed_creation(path: Path, *, before_its_config: bool) -> None:
+    """What a process killed while creating the shard at `path` leaves there: a
+    shard without indexes, or (killed inside the engine's create) only its log."""
+    subprocess.run(
+        [sys.executable, "-c", CREATE_AND_DIE, str(path), str(DIMENSION)], check=True, timeout=60
+    )
+    if before_its_config:
+        for entry in path.iterdir():
+            if entry.name != "wal":
+                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+
+
+@pytest.mark.parametrize("before_its_config", [False, True], ids=["unindexed", "log_only"])
+async def test_a_shard_left_by_a_creation_killed_part_way_opens_and_takes_writes(
+    store: EdgeMemoryStore, before_its_config: bool
+) -> None:
+    """Seen after a consumer was killed with SIGKILL: the partition's next owner
+    could not open the shard at all, and the partition stopped."""
+    await store.start(DIMENSION)
+    killed_creation(store.shard_path(0), before_its_config=before_its_config)
+    stored = memory()
+
+    await store.write(0, memories=[stored], decisions=[decision()])
+
+    assert (await store.get_memories(0, [MEMORY_ID]))[MEMORY_ID] == stored
+    [found] = await store.search(0, [SimilarityQuery(stored.scope, stored.vector or [], 5)])
+    assert [m.memory for m in found] == [stored]
+    indexed = store._shard(0).info().payload_schema
+    assert {*codec.INDEXED_FIELDS, edge_layout.SEARCH_SCOPE_FIELD} <= set(indexed)
+
+
+async def test_a_shard_of_another_dimension_is_refused_when_opened(
+    store: EdgeMemoryStore,
+) -> None:
+    await store.start(DIMENSION + 1)
+    earlier_shard(store, 0, [])
+
+    with pytest.raises(StoreUnavailable, match="vector size"):
+        await store.get_memories(0, [MEMORY_ID])
 
 
 async def test_a_seen_update_is_set_on_its_memory_and_replaced_by_a_whole_write(
