@@ -76,7 +76,7 @@ import re
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cache
@@ -123,6 +123,7 @@ _SELF: Final = "<user>"
 _SELF_WORDS: Final = frozenset({"i", "me", "my", "mine", "myself", "user", "user's", "users"})
 # The subject a memory is about, in third person, so both persons parse alike.
 _STAND_IN: Final = "Alex"
+_FIRST_PERSON: Final = "I"
 _STAND_IN_RE: Final = re.compile(r"\b(?:the\s+)?user\b", re.IGNORECASE)
 _SUBJECT_DEPS: Final = frozenset({"nsubj", "agent_pobj", "csubj"})
 _OBJECT_DEPS: Final = frozenset({"dobj", "nsubjpass", "iobj", "obj"})
@@ -239,7 +240,7 @@ class AlignedText:
     # Where the text sets one thing against another without a negation ("rather
     # than", "instead of", "as opposed to", "over"): the marker's index, else -1.
     contrast_at: int = -1
-    # Parsed with the stand-in subject in front (`_with_subject`): the subject is
+    # Parsed with the stand-in subject in front (`_retry`): the subject is
     # the parse's reading, not the text's own words.
     subject_supplied: bool = False
     # The one main verb, light verbs too ("has", "is getting"): lemma, form as
@@ -3179,7 +3180,7 @@ class PairAligner:
                 return found
             nlp = self._pipeline()
             with one_blas_thread():
-                parsed = _words(_with_subject(nlp, nlp(_stand_in(text)), self._verb_forms))
+                parsed = _words(_reparsed(nlp, nlp(_stand_in(text)), self._verb_forms))
             self._remember(text, parsed)
             return parsed
 
@@ -3193,16 +3194,16 @@ class PairAligner:
             nlp = self._pipeline()
             with one_blas_thread():
                 docs = list(nlp.pipe((_stand_in(t) for t in todo), batch_size=_PIPE_BATCH))
-                # Memories that may leave their subject out, parsed again in one
-                # batch too (one by one, ~2.5x the CPU a text).
+                # Texts misread in ways a second parse mends (`_retry`), parsed
+                # again in one batch too (one by one, ~2.5x the CPU a text).
                 retries = {
                     at: retry
                     for at, doc in enumerate(docs)
-                    if (retry := _subject_retry(doc, self._verb_forms)) is not None
+                    if (retry := _retry(doc, self._verb_forms)) is not None
                 }
-                again = nlp.pipe(retries.values(), batch_size=_PIPE_BATCH)
-                for at, doc in zip(retries, again, strict=True):
-                    docs[at] = _subject_supplied(docs[at], doc)
+                again = nlp.pipe((text for text, _ in retries.values()), batch_size=_PIPE_BATCH)
+                for (at, (_, supplied)), doc in zip(retries.items(), again, strict=True):
+                    docs[at] = supplied(docs[at], doc)
                 for text, doc in zip(todo, docs, strict=True):
                     self._remember(text, _words(doc))
             return len(todo)
@@ -3231,14 +3232,82 @@ def _irregular_verb_forms(nlp: Any) -> frozenset[str]:
     return frozenset(table["verb"]) if table is not None and "verb" in table else frozenset()
 
 
-def _with_subject(nlp: Any, doc: Doc, verb_forms: frozenset[str]) -> Doc:
-    """A memory that leaves its subject out ("Lives in Lyon", "Manages Karen
-    Liu", "Prefers Rust over Go") is about the user; the tagger, trained on whole
-    sentences, reads its first word as a noun. Parsed again with the stand-in
-    subject in front, it reads as the sentence it shortens ("Alex lives in Lyon"),
-    kept only where the first word then heads the sentence as a verb."""
-    retry = _subject_retry(doc, verb_forms)
-    return doc if retry is None else _subject_supplied(doc, nlp(retry))
+def _reparsed(nlp: Any, doc: Doc, verb_forms: frozenset[str]) -> Doc:
+    """`doc`, or its second parse where `_retry` has one and it reads better."""
+    retry = _retry(doc, verb_forms)
+    if retry is None:
+        return doc
+    text, supplied = retry
+    return supplied(doc, nlp(text))
+
+
+def _retry(doc: Doc, verb_forms: frozenset[str]) -> tuple[str, Callable[[Doc, Doc], Doc]] | None:
+    """The text to parse again, and what keeps the better of the two parses:
+    - a memory that leaves its subject out ("Lives in Lyon", "Manages Karen Liu",
+      "Prefers Rust over Go") is about the user; the tagger, trained on whole
+      sentences, reads its first word as a noun. With the stand-in subject in
+      front, it reads as the sentence it shortens ("Alex lives in Lyon");
+    - the user followed by a verb the tagger reads as a plural noun ("Alex
+      mentors Jack", "Alex volunteers at ...": a name and a noun make a name
+      phrase). As "I" and the word's base form, it reads as the verb it is ("I
+      mentor Jack"; the lemma and the present tense are the same)."""
+    subject_retry = _subject_retry(doc, verb_forms)
+    if subject_retry is not None:
+        return subject_retry, _subject_supplied
+    user_retry = _user_verb_retry(doc)
+    if user_retry is not None:
+        return user_retry, _user_verb_supplied
+    return None
+
+
+def _user_verb_retry(doc: Doc) -> str | None:
+    """`doc`'s text with "I" for the stand-in user and the -s form after it in
+    its base form, where no verb heads the text and the tagger did not read that
+    word as a verb."""
+    if any(t.dep_ == "ROOT" and t.pos_ in {"VERB", "AUX"} for t in doc):
+        return None
+    user = _user_before_an_s_form(doc)
+    if user is None:
+        return None
+    form = doc[user.i + 1]
+    text = doc.text
+    return (
+        f"{text[: user.idx]}{_FIRST_PERSON}{text[user.idx + len(user) : form.idx]}"
+        f"{_base_form(form.text)}{text[form.idx + len(form) :]}"
+    )
+
+
+def _base_form(third_person: str) -> str:
+    """A regular verb's base form from its third person singular ("carries",
+    "watches", "mentors")."""
+    if third_person.endswith("ies") and len(third_person) > 4:
+        return third_person[:-3] + "y"
+    if third_person.endswith(("sses", "shes", "ches", "xes", "zzes", "oes")):
+        return third_person[:-2]
+    return third_person[:-1]
+
+
+def _user_before_an_s_form(doc: Doc) -> Token | None:
+    for token in doc[:-1]:
+        if token.text != _STAND_IN:
+            continue
+        after = doc[token.i + 1]
+        if after.is_alpha and after.is_lower and after.text.endswith("s"):
+            return None if after.tag_.startswith("VB") else token
+        return None
+    return None
+
+
+def _user_verb_supplied(doc: Doc, again: Doc) -> Doc:
+    """`again` (the user as "I") where the word after the user is now a present
+    verb of which the user is the subject, else `doc`."""
+    user = _user_before_an_s_form(doc)
+    if user is None or len(again) != len(doc):
+        return doc
+    subject, verb = again[user.i], again[user.i + 1]
+    if subject.text != _FIRST_PERSON or subject.dep_ != "nsubj" or subject.head.i != verb.i:
+        return doc
+    return again if verb.tag_ == "VBP" else doc
 
 
 def _subject_retry(doc: Doc, verb_forms: frozenset[str]) -> str | None:

@@ -829,3 +829,19 @@ async def test_an_allergy_told_by_the_noun_or_the_adjective_is_folded(
         [event("n1", "Daughter has a shellfish allergy")],
     )
     assert_folded(decisions, "n1", into="m1", outcomes=("merged",))
+
+
+async def test_the_user_doing_what_a_noun_of_the_same_form_names_is_kept_apart(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    # n1 was merged into m1: "User tutors Omar" parsed as a name phrase, no verb.
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(
+        settings,
+        real_embedder,
+        [event("m1", "User's tutor is Omar"), event("m2", "User volunteers at the food bank")],
+        [event("n1", "User tutors Omar"), event("n2", "I volunteer at the food bank")],
+    )
+    kept = assert_kept_apart(decisions, "n1", from_="m1", guard="alignment")
+    assert kept["guard"]["detail"].startswith("role_change: 'tutor'")
+    assert_folded(decisions, "n2", into="m2", outcomes=("merged", "skipped"))

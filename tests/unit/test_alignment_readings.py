@@ -11,6 +11,8 @@ Sentences here are written for these tests, not taken from the labelled pair set
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from consumer.domain.alignment import PairAligner, _agent_noun_of, _going_on
@@ -747,3 +749,60 @@ def test_a_word_and_its_derivative_align(aligner: PairAligner, existing: str, ne
     alignment = aligner.check(existing, new)
     assert alignment.veto is None
     assert alignment.unmatched_new == 0
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        ("User's tutor is Omar", "User tutors Omar"),
+        ("The user's mentor is Teodor", "The user mentors Teodor"),
+    ],
+)
+def test_the_user_doing_what_a_noun_of_the_same_form_names_is_a_role_change(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    # "User tutors Omar" parsed as a name phrase ("tutors" a plural noun): no verb,
+    # so no roles, and Omar the user's tutor looked like the user tutoring Omar.
+    assert kinds_both_ways(aligner, existing, new) == ["role_change", "role_change"]
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        ("User volunteers at the animal shelter on Saturdays", "I volunteer at the animal shelter on Saturdays"),
+        ("The user coaches a chess club", "I coach a chess club"),
+    ],
+)  # fmt: skip
+def test_the_user_and_i_doing_the_same_are_equivalent(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    for first, second in ((existing, new), (new, existing)):
+        assert aligner.check(first, second).equivalent
+
+
+@pytest.mark.parametrize(
+    "text", ["User preferences: dark mode", "User settings are stored in S3", "User likes tea"]
+)
+def test_a_noun_after_the_user_or_a_verb_read_as_one_is_parsed_once(text: str) -> None:
+    aligner = PairAligner()
+    nlp = aligner._pipeline()
+    calls: list[str] = []
+
+    def counted(text: str) -> Any:
+        calls.append(text)
+        return nlp(text)
+
+    aligner._nlp = counted
+    aligner.parsed(text)
+    assert len(calls) == 1
+
+
+def test_prime_reads_the_user_s_misread_verb_as_one_parse_at_a_time_does() -> None:
+    texts = ["User tutors Omar.", "User likes tea.", "User mentors two interns."]
+    aligner = PairAligner()
+    assert aligner.prime(texts) == 3
+    one_at_a_time = PairAligner()
+    for text in texts:
+        parsed = aligner.parsed(text)
+        assert parsed == one_at_a_time.parsed(text)
+        assert [w.pos for w in parsed.words if w.key in {"tutor", "like", "mentor"}] == ["VERB"]
