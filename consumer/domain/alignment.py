@@ -2282,14 +2282,14 @@ def _agent_noun_turned(a: AlignedText, b: AlignedText) -> GuardVeto | None:
     / "Supervises Dr. Okafor": the one who does the act (the agent noun's verb) to
     the user, against the user doing it to that one."""
     for relation, act in ((a, b), (b, a)):
-        for noun, name in _agent_noun_and_name(relation):
+        for noun, name, owner in _agent_noun_and_name(relation):
             for verb in act.words:
                 if verb.pos != "VERB" or not _agent_noun_of(noun.key, verb.key):
                     continue
                 done_to = name.key in _objects(act, verb.key)
-                doers = [w for w in act.words if w.dep == "nsubj" and w.head_key == verb.key]
-                by_user = all(w.key == _SELF for w in doers)
-                if done_to and by_user:
+                doers = [w.key for w in act.words if w.dep == "nsubj" and w.head_key == verb.key]
+                by_owner = all(d == owner for d in doers) and (owner == _SELF or bool(doers))
+                if done_to and by_owner:
                     return _veto(
                         "role_change",
                         f"'{noun.key}' is '{name.key}' vs '{verb.key}' done to '{name.key}'",
@@ -2297,18 +2297,18 @@ def _agent_noun_turned(a: AlignedText, b: AlignedText) -> GuardVeto | None:
     return None
 
 
-def _agent_noun_and_name(text: AlignedText) -> list[tuple[Word, Word]]:
-    """The (agent noun, name) pairs a copula joins ("Manager is Karen Liu",
-    "the user's coach is Tom"), the noun the user's or no one's."""
+def _agent_noun_and_name(text: AlignedText) -> list[tuple[Word, Word, str]]:
+    """The (agent noun, name, owner) a copula joins ("Manager is Karen Liu",
+    "the user's coach is Tom", "Tom's mentor is Ines"): the noun's owner is the
+    user where no one else owns it."""
     by_copula = [w for w in text.words if w.head_key == "be" and w.dep in {"nsubj", "attr"}]
     nouns = [w for w in by_copula if w.pos in {"NOUN", "PROPN"} and w.key.isalpha()]
-    owned = {w.head_key for w in text.words if w.dep == "poss" and w.key != _SELF}
+    owners = {w.head_key: w.key for w in text.words if w.dep == "poss"}
     return [
-        (noun, name)
+        (noun, name, owners.get(noun.key, _SELF))
         for noun in nouns
-        if noun.key not in owned
         for name in by_copula
-        if name is not noun and name.pos == "PROPN" and name.key != _SELF
+        if name is not noun and name.pos == "PROPN" and name.key != owners.get(noun.key, _SELF)
     ]
 
 
@@ -3247,32 +3247,32 @@ def _retry(doc: Doc, verb_forms: frozenset[str]) -> tuple[str, Callable[[Doc, Do
       "Prefers Rust over Go") is about the user; the tagger, trained on whole
       sentences, reads its first word as a noun. With the stand-in subject in
       front, it reads as the sentence it shortens ("Alex lives in Lyon");
-    - the user followed by a verb the tagger reads as a plural noun ("Alex
-      mentors Jack", "Alex volunteers at ...": a name and a noun make a name
-      phrase). As "I" and the word's base form, it reads as the verb it is ("I
-      mentor Jack"; the lemma and the present tense are the same)."""
+    - a name (the user's stand-in too) followed by a verb the tagger reads as a
+      plural noun ("Alex mentors Jack", "Tom mentors Ines": a name and a noun
+      make a name phrase). As "I" and the word's base form, it reads as the verb
+      it is ("I mentor Jack"), and that reading is given to the text's own
+      words."""
     subject_retry = _subject_retry(doc, verb_forms)
     if subject_retry is not None:
         return subject_retry, _subject_supplied
-    user_retry = _user_verb_retry(doc)
-    if user_retry is not None:
-        return user_retry, _user_verb_supplied
+    verb_retry = _verb_retry(doc)
+    if verb_retry is not None:
+        return verb_retry, _verb_supplied
     return None
 
 
-def _user_verb_retry(doc: Doc) -> str | None:
-    """`doc`'s text with "I" for the stand-in user and the -s form after it in
-    its base form, where no verb heads the text and the tagger did not read that
-    word as a verb."""
+def _verb_retry(doc: Doc) -> str | None:
+    """`doc`'s text with "I" for a doer and the -s form after it in its base form,
+    where no verb heads the text and the tagger did not read that word as a verb."""
     if any(t.dep_ == "ROOT" and t.pos_ in {"VERB", "AUX"} for t in doc):
         return None
-    user = _user_before_an_s_form(doc)
-    if user is None:
+    doer = _doer_before_an_s_form(doc)
+    if doer is None:
         return None
-    form = doc[user.i + 1]
+    form = doc[doer.i + 1]
     text = doc.text
     return (
-        f"{text[: user.idx]}{_FIRST_PERSON}{text[user.idx + len(user) : form.idx]}"
+        f"{text[: doer.idx]}{_FIRST_PERSON}{text[doer.idx + len(doer) : form.idx]}"
         f"{_base_form(form.text)}{text[form.idx + len(form) :]}"
     )
 
@@ -3287,9 +3287,11 @@ def _base_form(third_person: str) -> str:
     return third_person[:-1]
 
 
-def _user_before_an_s_form(doc: Doc) -> Token | None:
+def _doer_before_an_s_form(doc: Doc) -> Token | None:
+    """The first name (the stand-in user too) followed by a lower-case -s form the
+    tagger did not read as a verb, if that is the first name of the text."""
     for token in doc[:-1]:
-        if token.text != _STAND_IN:
+        if token.text != _STAND_IN and token.pos_ != "PROPN":
             continue
         after = doc[token.i + 1]
         if after.is_alpha and after.is_lower and after.text.endswith("s"):
@@ -3298,16 +3300,33 @@ def _user_before_an_s_form(doc: Doc) -> Token | None:
     return None
 
 
-def _user_verb_supplied(doc: Doc, again: Doc) -> Doc:
-    """`again` (the user as "I") where the word after the user is now a present
-    verb of which the user is the subject, else `doc`."""
-    user = _user_before_an_s_form(doc)
-    if user is None or len(again) != len(doc):
+def _verb_supplied(doc: Doc, again: Doc) -> Doc:
+    """`doc`'s words with `again`'s reading (the doer as "I") where the word after
+    the doer is now a present verb of which the doer is the subject, else `doc`."""
+    doer = _doer_before_an_s_form(doc)
+    if doer is None or len(again) != len(doc):
         return doc
-    subject, verb = again[user.i], again[user.i + 1]
+    subject, verb = again[doer.i], again[doer.i + 1]
     if subject.text != _FIRST_PERSON or subject.dep_ != "nsubj" or subject.head.i != verb.i:
         return doc
-    return again if verb.tag_ == "VBP" else doc
+    if verb.tag_ != "VBP":
+        return doc
+    # The doer keeps its own word and tags; the verb is the third person it was.
+    reading = [doc[doer.i] if t.i == doer.i else t for t in again]
+    read = type(doc)(
+        doc.vocab,
+        words=[t.text for t in doc],
+        spaces=[bool(t.whitespace_) for t in doc],
+        heads=[t.head.i for t in again],
+        deps=[t.dep_ for t in again],
+        pos=[t.pos_ for t in reading],
+        tags=["VBZ" if t.i == verb.i else t.tag_ for t in reading],
+        lemmas=[t.lemma_ for t in reading],
+        morphs=[str(t.morph) for t in reading],
+        ents=[f"{t.ent_iob_}-{t.ent_type_}" if t.ent_type_ else "O" for t in doc],
+    )
+    read.user_data.update(doc.user_data)
+    return read
 
 
 def _subject_retry(doc: Doc, verb_forms: frozenset[str]) -> str | None:

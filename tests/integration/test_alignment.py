@@ -831,7 +831,7 @@ async def test_an_allergy_told_by_the_noun_or_the_adjective_is_folded(
     assert_folded(decisions, "n1", into="m1", outcomes=("merged",))
 
 
-async def test_the_user_doing_what_a_noun_of_the_same_form_names_is_kept_apart(
+async def test_doing_what_a_noun_of_the_same_form_names_is_kept_apart(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
     # n1 was merged into m1: "User tutors Omar" parsed as a name phrase, no verb.
@@ -839,9 +839,21 @@ async def test_the_user_doing_what_a_noun_of_the_same_form_names_is_kept_apart(
     decisions = await decide_after_stored(
         settings,
         real_embedder,
-        [event("m1", "User's tutor is Omar"), event("m2", "User volunteers at the food bank")],
-        [event("n1", "User tutors Omar"), event("n2", "I volunteer at the food bank")],
+        [
+            event("m1", "User's tutor is Omar"),
+            event("m2", "User volunteers at the food bank"),
+            event("m3", "Tom's mentor is Priya"),
+        ],
+        [
+            event("n1", "User tutors Omar"),
+            event("n2", "I volunteer at the food bank"),
+            event("n3", "Tom mentors Priya"),
+        ],
     )
     kept = assert_kept_apart(decisions, "n1", from_="m1", guard="alignment")
     assert kept["guard"]["detail"].startswith("role_change: 'tutor'")
+    # n3 was merged into m3: the same misreading, and an agent noun was read
+    # against the act only where the user owned it.
+    kept = assert_kept_apart(decisions, "n3", from_="m3", guard="alignment")
+    assert kept["guard"]["detail"].startswith("role_change: 'mentor'")
     assert_folded(decisions, "n2", into="m2", outcomes=("merged", "skipped"))

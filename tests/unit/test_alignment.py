@@ -889,7 +889,8 @@ def test_words_rearranged_with_their_roles_are_reordered(
         ("User prefers trains over planes.", "User prefers planes over trains."),
         ("Marta switched from Vim to Emacs.", "Marta switched from Emacs to Vim."),
         ("User's landlord is Mr. Okafor.", "User is Mr. Okafor's landlord."),
-        # no verb in the parse ("mentors" read as a noun): no roles to vouch for
+        # one text misread ("Ines" read as a note's verb, "mentors" as its
+        # object): no roles to vouch for
         ("Tom mentors Ines.", "Ines mentors Tom."),
         # a word twice: its places cannot tell which one a word hangs on
         (
