@@ -512,6 +512,8 @@ def _role(token: Token) -> str:
         prep = token.head
         if prep.dep_ == "agent":  # "by the team" in a passive is the doer
             return "subj"
+        if prep.lower_ == "of" and prep.head.lower_ == "out" and prep.head.i != prep.i:
+            return "prep:out"  # "moved out of Berlin": a source, as "from" is
         return f"prep:{prep.lemma_.lower()}"
     if dep in _SUBJECT_DEPS:
         return "subj"
@@ -2781,6 +2783,7 @@ _OPPOSED_PREPOSITIONS: Final = frozenset(
         frozenset({"on", "off"}),
         frozenset({"onto", "off"}),
         frozenset({"to", "off"}),
+        frozenset({"to", "out"}),  # "moved to Berlin" / "moved out of Berlin"
         frozenset({"in", "out"}),  # "is in school" / "is out of school"
     }
 )

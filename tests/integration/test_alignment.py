@@ -857,3 +857,18 @@ async def test_doing_what_a_noun_of_the_same_form_names_is_kept_apart(
     kept = assert_kept_apart(decisions, "n3", from_="m3", guard="alignment")
     assert kept["guard"]["detail"].startswith("role_change: 'mentor'")
     assert_folded(decisions, "n2", into="m2", outcomes=("merged", "skipped"))
+
+
+async def test_moving_out_of_a_place_and_to_it_are_kept_apart(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    # n1 was merged into m1 (cosine 0.97): "out of" was read as "of".
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(
+        settings,
+        real_embedder,
+        [event("m1", "User moved out of Berlin")],
+        [event("n1", "User moved to Berlin")],
+    )
+    kept = assert_kept_apart(decisions, "n1", from_="m1", guard="alignment")
+    assert kept["guard"]["detail"] == "role_change: 'berlin': out vs to"

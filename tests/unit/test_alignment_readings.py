@@ -809,3 +809,17 @@ def test_prime_reads_a_misread_verb_as_one_parse_at_a_time_does() -> None:
         parsed = aligner.parsed(text)
         assert parsed == one_at_a_time.parsed(text)
         assert [w.pos for w in parsed.words if w.key in {"tutor", "like", "mentor"}] == ["VERB"]
+
+
+@pytest.mark.parametrize(
+    ("existing", "new", "kinds"),
+    [
+        ("User moved out of Berlin", "User moved to Berlin", ["role_change", "role_change"]),
+        ("Jonas moved out of Leeds in May", "In May, Jonas moved out of Leeds", [None, None]),
+    ],
+)
+def test_out_of_a_place_is_a_source_as_from_is(
+    aligner: PairAligner, existing: str, new: str, kinds: list[str | None]
+) -> None:
+    # "Berlin" hung on "of" under "out": read as "of", opposed to nothing.
+    assert kinds_both_ways(aligner, existing, new) == kinds
