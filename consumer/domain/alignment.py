@@ -2351,7 +2351,11 @@ def _going_on(form: str) -> bool:
 def _subject_key(text: AlignedText, verb: Word) -> str:
     """The key of the verb's subject; the user's for a verb with none heading a
     note; "" when unknown."""
-    subjects = [w.key for w in text.words if w.role == "subj" and w.head_key == verb.key]
+    subjects = [
+        w.key
+        for w in text.words
+        if (w.role == "subj" or w.dep == "nsubjpass") and w.head_key == verb.key
+    ]
     if len(subjects) == 1:
         return subjects[0]
     if not subjects and verb.subjectless and verb.shared_subject < 0:

@@ -872,3 +872,18 @@ async def test_moving_out_of_a_place_and_to_it_are_kept_apart(
     )
     kept = assert_kept_apart(decisions, "n1", from_="m1", guard="alignment")
     assert kept["guard"]["detail"] == "role_change: 'berlin': out vs to"
+
+
+async def test_a_state_now_against_a_past_passive_is_kept_apart(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    # n1 was merged into m1: a passive's subject was not read as the subject.
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(
+        settings,
+        real_embedder,
+        [event("m1", "User is allergic to penicillin")],
+        [event("n1", "User was tested for a penicillin allergy")],
+    )
+    kept = assert_kept_apart(decisions, "n1", from_="m1", guard="alignment")
+    assert kept["guard"]["detail"] == "time_change: 'be': Pres vs 'test': Past"

@@ -823,3 +823,20 @@ def test_out_of_a_place_is_a_source_as_from_is(
 ) -> None:
     # "Berlin" hung on "of" under "out": read as "of", opposed to nothing.
     assert kinds_both_ways(aligner, existing, new) == kinds
+
+
+@pytest.mark.parametrize(
+    ("existing", "new", "kinds"),
+    [
+        # the subject of "is" is the passive's subject: what was done to it
+        ("User is allergic to penicillin", "User was tested for a penicillin allergy", ["time_change"] * 2),
+        ("Son is in the school band", "Son was chosen for the school band", ["time_change"] * 2),
+        # another subject: "car" is, the Volvo was bought
+        ("User's car is a Volvo", "The Volvo was bought by the user", [None, None]),
+        ("User's hosting provider is Hetzner", "Hetzner was chosen by the user for hosting", [None, None]),
+    ],
+)  # fmt: skip
+def test_a_present_is_against_a_past_passive_of_the_same_subject(
+    aligner: PairAligner, existing: str, new: str, kinds: list[str | None]
+) -> None:
+    assert kinds_both_ways(aligner, existing, new) == kinds
