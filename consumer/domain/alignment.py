@@ -512,8 +512,9 @@ def _role(token: Token) -> str:
         prep = token.head
         if prep.dep_ == "agent":  # "by the team" in a passive is the doer
             return "subj"
-        if prep.lower_ == "of" and prep.head.lower_ == "out" and prep.head.i != prep.i:
-            return "prep:out"  # "moved out of Berlin": a source, as "from" is
+        if prep.lower_ == "of" and prep.head.lower_ in _OF_PLACES and prep.head.i != prep.i:
+            # "moved out of Berlin": a source, as "from" is; "north of Boston": beside it
+            return f"prep:{prep.head.lower_}"
         return f"prep:{prep.lemma_.lower()}"
     if dep in _SUBJECT_DEPS:
         return "subj"
@@ -1921,12 +1922,18 @@ def _opposed_prepositions(a: AlignedText, b: AlignedText) -> GuardVeto | None:
     """Opposed prepositions on the same word, each on one side only: "opens
     before nine" / "after nine", "takes the bus to work" / "from work". The role
     check reads them through the words they govern; a quantity ("nine") is no
-    aligned word, so this reads the prepositions themselves."""
+    aligned word, so this reads the prepositions themselves. In a place against
+    near it only for a quantity ("kept at 3 mg" / "near 3 mg"): two places are
+    words the role check reads ("unit near Sendai" / "unit in northern Japan")."""
     for preposition, head in sorted(a.prepositions):
-        for pair in _OPPOSED_PREPOSITIONS:
+        for pair in _OPPOSED_PREPOSITIONS | _IN_AND_BESIDE:
             if preposition not in pair:
                 continue
             (other,) = pair - {preposition}
+            if pair in _IN_AND_BESIDE and not (
+                preposition in a.quantity_prepositions and other in b.quantity_prepositions
+            ):
+                continue
             if (
                 (other, head) in b.prepositions
                 and (other, head) not in a.prepositions
@@ -2791,6 +2798,15 @@ _OPPOSED_PREPOSITIONS: Final = frozenset(
         frozenset({"in", "out"}),  # "is in school" / "is out of school"
     }
 )
+# In a place against near it: "lives in Lyon" / "near Lyon", "north of Boston"
+# (read as "north"), "outside Leeds"; "kept at 3 mg" / "near 3 mg" too.
+_IN_AND_BESIDE: Final = frozenset(
+    frozenset({inside, beside})
+    for inside in ("in", "at", "inside", "within")
+    for beside in ("near", "outside", "north", "south", "east", "west")
+)
+# Words whose "of" introduces the place they are read against ("out of", "north of").
+_OF_PLACES: Final = frozenset({"out", "north", "south", "east", "west"})
 # Directions: one for the other on the two sides reverses the fact ("rent went up"
 # / "went down"), whatever the parser made of each word.
 _OPPOSED_DIRECTIONS: Final = frozenset(
@@ -2854,7 +2870,7 @@ def _role_change(matched: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
     for x, y in matched:
         if x.role.startswith("prep:") and y.role.startswith("prep:"):
             pair = frozenset({x.role[5:], y.role[5:]})
-            if pair in _OPPOSED_PREPOSITIONS:
+            if pair in _OPPOSED_PREPOSITIONS or pair in _IN_AND_BESIDE:
                 return _veto("role_change", f"'{x.key}': {x.role[5:]} vs {y.role[5:]}")
     return None
 

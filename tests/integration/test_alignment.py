@@ -887,3 +887,18 @@ async def test_a_state_now_against_a_past_passive_is_kept_apart(
     )
     kept = assert_kept_apart(decisions, "n1", from_="m1", guard="alignment")
     assert kept["guard"]["detail"] == "time_change: 'be': Pres vs 'test': Past"
+
+
+async def test_living_in_a_city_and_near_it_are_kept_apart(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    # n1 was merged into m1 (cosine 0.99): "in" and "near" opposed nothing.
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(
+        settings,
+        real_embedder,
+        [event("m1", "User's sister lives near Lyon")],
+        [event("n1", "User's sister lives in Lyon")],
+    )
+    kept = assert_kept_apart(decisions, "n1", from_="m1", guard="alignment")
+    assert kept["guard"]["detail"] == "role_change: 'lyon': near vs in"

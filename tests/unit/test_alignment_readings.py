@@ -840,3 +840,27 @@ def test_a_present_is_against_a_past_passive_of_the_same_subject(
     aligner: PairAligner, existing: str, new: str, kinds: list[str | None]
 ) -> None:
     assert kinds_both_ways(aligner, existing, new) == kinds
+
+
+@pytest.mark.parametrize(
+    ("existing", "new", "kinds"),
+    [
+        ("User's sister lives in Lyon", "User's sister lives near Lyon", ["role_change"] * 2),
+        ("User lives in Boston", "User lives north of Boston", ["role_change"] * 2),
+        ("Sits at desk 14", "Sits near desk 14", ["role_change"] * 2),
+        # a time: a quantity, not an aligned word
+        ("The office opens at 8:30", "The office opens near 8:30", ["role_change"] * 2),
+        # "near" on both sides, the place words in another order
+        ("Lives near Lyon in a small village", "Lives in a small village near Lyon", [None, None]),
+        # two places, each with its own preposition on one word: another place
+        (
+            "The depot near Sendai closed",
+            "The depot in northern Japan closed",
+            ["value_change"] * 2,
+        ),
+    ],
+)
+def test_in_a_place_against_near_it_is_a_role_change(
+    aligner: PairAligner, existing: str, new: str, kinds: list[str | None]
+) -> None:
+    assert kinds_both_ways(aligner, existing, new) == kinds
