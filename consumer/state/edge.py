@@ -23,8 +23,6 @@ from qdrant_edge import (
     EdgeShard,
     EdgeVectorParams,
     Filter,
-    KeywordIndexParams,
-    PayloadSchemaType,
     Point,
     Query,
     QueryBatchRequest,
@@ -41,11 +39,10 @@ from consumer.state import codec
 from consumer.state.edge_layout import (
     NO_VECTOR,
     SCOPED_KINDS,
-    SEARCH_SCOPE_FIELD,
     SEEN_JSON_FIELD,
     complete_decision_times,
     complete_search_scope,
-    ensure_index,
+    ensure_indexes,
     expired_filter,
     match,
     memories_present,
@@ -124,31 +121,18 @@ class EdgeMemoryStore:
             # own (a log, no segments) opens empty instead of failing every open of
             # its partition; the config is also checked against the segments there.
             shard = EdgeShard.load(str(path), config)
-            self._ensure_indexes(shard)
+            ensure_indexes(shard, decision_times=self._decision_times)
             complete_search_scope(shard, partition)
             if self._decision_times:
                 complete_decision_times(shard, partition)
         else:
             path.mkdir(parents=True, exist_ok=True)
             shard = EdgeShard.create(str(path), config)
-            self._ensure_indexes(shard)
+            ensure_indexes(shard, decision_times=self._decision_times)
         self._shards[partition] = shard
         self._last_flush[partition] = time.monotonic()
         log.info("shard_opened", partition=partition, path=str(path))
         return shard
-
-    def _ensure_indexes(self, shard: Any) -> None:
-        """The shard's payload indexes, created where missing: a process killed
-        between creating a shard and indexing it leaves a shard without them."""
-        for field in (*codec.INDEXED_FIELDS, SEARCH_SCOPE_FIELD):
-            schema: Any = (
-                KeywordIndexParams(is_tenant=True)
-                if field == codec.TENANT_FIELD
-                else PayloadSchemaType.Keyword
-            )
-            ensure_index(shard, field, schema)
-        if self._decision_times:
-            ensure_index(shard, codec.DECIDED_AT_FIELD, PayloadSchemaType.Float)
 
     async def get_memories(
         self, partition: int, memory_ids: Sequence[str]

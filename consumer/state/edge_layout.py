@@ -14,6 +14,7 @@ from qdrant_edge import (
     FieldCondition,
     Filter,
     IsEmptyCondition,
+    KeywordIndexParams,
     MatchValue,
     PayloadSchemaType,
     RangeFloat,
@@ -108,6 +109,20 @@ def ensure_index(shard: Any, field: str, schema: Any) -> None:
     """A payload index on `field`, created if the shard lacks it (an earlier layout)."""
     if field not in shard.info().payload_schema:
         shard.update(UpdateOperation.create_field_index(field, schema))
+
+
+def ensure_indexes(shard: Any, *, decision_times: bool) -> None:
+    """The shard's payload indexes, created where missing: a process killed
+    between creating a shard and indexing it leaves a shard without them."""
+    for field in (*codec.INDEXED_FIELDS, SEARCH_SCOPE_FIELD):
+        schema: Any = (
+            KeywordIndexParams(is_tenant=True)
+            if field == codec.TENANT_FIELD
+            else PayloadSchemaType.Keyword
+        )
+        ensure_index(shard, field, schema)
+    if decision_times:
+        ensure_index(shard, codec.DECIDED_AT_FIELD, PayloadSchemaType.Float)
 
 
 def complete_search_scope(shard: Any, partition: int) -> None:
