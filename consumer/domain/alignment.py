@@ -277,6 +277,10 @@ class Alignment:
     adds_a_clause: bool = False
     # The texts write their quantities differently ("8 weeks" / "56 days").
     amounts_rewritten: bool = False
+    # As many quantities on each side: not so where the numbers guard let a lone
+    # "one" pass as "a" ("visits each December" / "visits one December"), or where
+    # one text spells out what the other leaves implicit ("9:30 am" / "09:30").
+    numbers_counted_alike: bool = True
     # A text was read with a subject it leaves out (`AlignedText.subject_supplied`).
     subject_supplied: bool = False
     # `veto` is one verb put for another in one slot, told alike, every other word
@@ -292,9 +296,15 @@ class Alignment:
     @property
     def skippable(self) -> bool:
         """Equivalent on the texts' own words: a skip drops the new text, so it
-        is never granted on a reading that supplied a subject or a negation
-        written otherwise (such a pair is merged, which keeps both texts)."""
-        return self.equivalent and not self.subject_supplied and not self.negation_rewritten
+        is never granted on a reading that supplied a subject, a negation written
+        otherwise or a quantity on one side only (such a pair is merged, which
+        keeps both texts)."""
+        return (
+            self.equivalent
+            and not self.subject_supplied
+            and not self.negation_rewritten
+            and self.numbers_counted_alike
+        )
 
     @property
     def vouches(self) -> bool:
@@ -1683,6 +1693,7 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         _adds_a_phrase(right),
         _adds_a_clause(right),
         amounts_rewritten=amounts_rewritten,
+        numbers_counted_alike=len(a.numbers) == len(b.numbers),
         subject_supplied=a.subject_supplied or b.subject_supplied,
         verb_swap=verb_swap,
         negation_rewritten=in_a or in_b,

@@ -902,3 +902,17 @@ async def test_living_in_a_city_and_near_it_are_kept_apart(
     )
     kept = assert_kept_apart(decisions, "n1", from_="m1", guard="alignment")
     assert kept["guard"]["detail"] == "role_change: 'lyon': near vs in"
+
+
+async def test_each_december_against_one_december_is_not_skipped(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    # n1 was skipped (its text dropped): the lone "one" passed as "a".
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(
+        settings,
+        real_embedder,
+        [event("m1", "User visits her parents in Accra each December")],
+        [event("n1", "User visits her parents in Accra one December")],
+    )
+    assert only(decisions, "n1")["decision"] != "skipped"

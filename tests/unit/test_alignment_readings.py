@@ -864,3 +864,21 @@ def test_in_a_place_against_near_it_is_a_role_change(
     aligner: PairAligner, existing: str, new: str, kinds: list[str | None]
 ) -> None:
     assert kinds_both_ways(aligner, existing, new) == kinds
+
+
+@pytest.mark.parametrize(
+    ("existing", "new", "skippable"),
+    [
+        # the numbers guard lets a lone "one" pass as "a": never a skip on it
+        ("User visits her parents each December", "User visits her parents one December", False),
+        ("Runs five kilometers each morning", "Runs five kilometers one morning", False),
+        ("Runs five kilometers each morning", "Each morning, runs five kilometers", True),
+    ],
+)
+def test_a_quantity_on_one_side_only_is_never_skipped_on(
+    aligner: PairAligner, existing: str, new: str, skippable: bool
+) -> None:
+    for first, second in ((existing, new), (new, existing)):
+        alignment = aligner.check(first, second)
+        assert alignment.equivalent
+        assert alignment.skippable is skippable
