@@ -231,6 +231,9 @@ class AlignedText:
     # a skip needs the same ones.
     quantity_prepositions: tuple[str, ...] = ()
     modals: tuple[str, ...] = ()
+    # The determiners that say how often or how much, as written ("every second
+    # Friday", "some 24 hours"): a skip needs the same ones (`_how_often_words`).
+    how_often: tuple[str, ...] = ()
     # Whether the text's amounts are told per member ("16 GB each") or for the
     # whole ("16 GB total"): `_amount_scopes`.
     amount_scopes: frozenset[str] = frozenset()
@@ -281,6 +284,10 @@ class Alignment:
     # "one" pass as "a" ("visits each December" / "visits one December"), or where
     # one text spells out what the other leaves implicit ("9:30 am" / "09:30").
     numbers_counted_alike: bool = True
+    # The user keeps its role ("Kyoto was visited by the user" / "after the
+    # user"), and the texts say as alike how often (`AlignedText.how_often`).
+    user_role_kept: bool = True
+    how_often_alike: bool = True
     # A text was read with a subject it leaves out (`AlignedText.subject_supplied`).
     subject_supplied: bool = False
     # `veto` is one verb put for another in one slot, told alike, every other word
@@ -297,13 +304,16 @@ class Alignment:
     def skippable(self) -> bool:
         """Equivalent on the texts' own words: a skip drops the new text, so it
         is never granted on a reading that supplied a subject, a negation written
-        otherwise or a quantity on one side only (such a pair is merged, which
-        keeps both texts)."""
+        otherwise, a quantity on one side only, the user in another role or
+        another word of how often (such a pair is merged, which keeps both
+        texts)."""
         return (
             self.equivalent
             and not self.subject_supplied
             and not self.negation_rewritten
             and self.numbers_counted_alike
+            and self.user_role_kept
+            and self.how_often_alike
         )
 
     @property
@@ -739,6 +749,7 @@ def _words(doc: Doc) -> AlignedText:
         finite_tenses=_finite_tenses(doc, cleft),
         quantity_prepositions=_quantity_prepositions(doc),
         modals=tuple(sorted(_MODAL_FORMS.get(t.lower_, t.lower_) for t in doc if t.tag_ == "MD")),
+        how_often=_how_often_words(doc),
     )
 
 
@@ -1014,6 +1025,23 @@ _MODAL_FORMS: Final = {
     "'ll": "will", "\u2019ll": "will", "wo": "will", "'d": "would", "\u2019d": "would",
     "ca": "can", "sha": "shall",
 }  # fmt: skip
+
+
+# Words that say how often or how much of a thing ("each" and "every" alike).
+_HOW_OFTEN: Final = {
+    "every": "every", "each": "every", "some": "some", "any": "any", "no": "no",
+    "all": "all", "several": "several", "many": "many", "few": "few", "most": "most",
+}  # fmt: skip
+
+
+def _how_often_words(doc: Doc) -> tuple[str, ...]:
+    """The text's determiners of how often or how much, sorted: read wherever they
+    stand, as the object's quantifiers (`_object_quantifiers`) are read only on
+    objects ("every second Friday" / "some second Friday", "every 24 hours" /
+    "some 24 hours")."""
+    return tuple(
+        sorted(_HOW_OFTEN[t.lower_] for t in doc if t.lower_ in _HOW_OFTEN and t.pos_ == "DET")
+    )
 
 
 def _quantity_prepositions(doc: Doc) -> tuple[str, ...]:
@@ -1694,6 +1722,8 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         _adds_a_clause(right),
         amounts_rewritten=amounts_rewritten,
         numbers_counted_alike=len(a.numbers) == len(b.numbers),
+        user_role_kept=all(x.role == y.role for x, y in matched if x.key == _SELF),
+        how_often_alike=a.how_often == b.how_often,
         subject_supplied=a.subject_supplied or b.subject_supplied,
         verb_swap=verb_swap,
         negation_rewritten=in_a or in_b,

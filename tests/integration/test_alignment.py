@@ -904,15 +904,23 @@ async def test_living_in_a_city_and_near_it_are_kept_apart(
     assert kept["guard"]["detail"] == "role_change: 'lyon': near vs in"
 
 
-async def test_each_december_against_one_december_is_not_skipped(
+async def test_how_often_a_fact_holds_is_never_dropped_by_a_skip(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
-    # n1 was skipped (its text dropped): the lone "one" passed as "a".
+    # Each was skipped (its text dropped): n1's lone "one" passed as "a", and
+    # "every" / "some" was read nowhere but on an object.
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
     decisions = await decide_after_stored(
         settings,
         real_embedder,
-        [event("m1", "User visits her parents in Accra each December")],
-        [event("n1", "User visits her parents in Accra one December")],
+        [
+            event("m1", "User visits her parents in Accra each December"),
+            event("m2", "Marisol cleans the flat every second Friday"),
+        ],
+        [
+            event("n1", "User visits her parents in Accra one December"),
+            event("n2", "Marisol cleans the flat some second Friday"),
+        ],
     )
     assert only(decisions, "n1")["decision"] != "skipped"
+    assert only(decisions, "n2")["decision"] != "skipped"

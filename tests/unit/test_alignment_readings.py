@@ -873,9 +873,20 @@ def test_in_a_place_against_near_it_is_a_role_change(
         ("User visits her parents each December", "User visits her parents one December", False),
         ("Runs five kilometers each morning", "Runs five kilometers one morning", False),
         ("Runs five kilometers each morning", "Each morning, runs five kilometers", True),
+        # another word of how often, wherever it stands
+        ("User rotates the keys every 24 hours", "User rotates the keys some 24 hours", False),
+        ("Marisol cleans every second Friday", "Marisol cleans some second Friday", False),
+        ("The user runs every morning", "Each morning the user runs", True),
+        # the user in another role
+        (
+            "In 2023 Kyoto was visited by the user",
+            "In 2023 Kyoto was visited after the user",
+            False,
+        ),
+        ("In 2023 Kyoto was visited by the user", "In 2023 the user visited Kyoto", True),
     ],
 )
-def test_a_quantity_on_one_side_only_is_never_skipped_on(
+def test_a_skip_needs_the_same_quantities_how_often_and_user_role(
     aligner: PairAligner, existing: str, new: str, skippable: bool
 ) -> None:
     for first, second in ((existing, new), (new, existing)):
