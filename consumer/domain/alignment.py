@@ -234,6 +234,9 @@ class AlignedText:
     # The determiners that say how often or how much, as written ("every second
     # Friday", "some 24 hours"): a skip needs the same ones (`_how_often_words`).
     how_often: tuple[str, ...] = ()
+    # Every preposition as written, sorted ("from 8 AM to 2 PM"): a skip needs the
+    # same ones, wherever the parse hung them.
+    adpositions: tuple[str, ...] = ()
     # Whether the text's amounts are told per member ("16 GB each") or for the
     # whole ("16 GB total"): `_amount_scopes`.
     amount_scopes: frozenset[str] = frozenset()
@@ -285,9 +288,10 @@ class Alignment:
     # one text spells out what the other leaves implicit ("9:30 am" / "09:30").
     numbers_counted_alike: bool = True
     # The user keeps its role ("Kyoto was visited by the user" / "after the
-    # user"), and the texts say as alike how often (`AlignedText.how_often`).
+    # user"), and the texts write the same words of how often and the same
+    # prepositions (`AlignedText.how_often`, `AlignedText.adpositions`).
     user_role_kept: bool = True
-    how_often_alike: bool = True
+    function_words_alike: bool = True
     # A text was read with a subject it leaves out (`AlignedText.subject_supplied`).
     subject_supplied: bool = False
     # `veto` is one verb put for another in one slot, told alike, every other word
@@ -313,7 +317,7 @@ class Alignment:
             and not self.negation_rewritten
             and self.numbers_counted_alike
             and self.user_role_kept
-            and self.how_often_alike
+            and self.function_words_alike
         )
 
     @property
@@ -750,6 +754,7 @@ def _words(doc: Doc) -> AlignedText:
         quantity_prepositions=_quantity_prepositions(doc),
         modals=tuple(sorted(_MODAL_FORMS.get(t.lower_, t.lower_) for t in doc if t.tag_ == "MD")),
         how_often=_how_often_words(doc),
+        adpositions=tuple(sorted(t.lower_ for t in doc if t.pos_ == "ADP")),
     )
 
 
@@ -1723,7 +1728,7 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         amounts_rewritten=amounts_rewritten,
         numbers_counted_alike=len(a.numbers) == len(b.numbers),
         user_role_kept=all(x.role == y.role for x, y in matched if x.key == _SELF),
-        how_often_alike=a.how_often == b.how_often,
+        function_words_alike=a.how_often == b.how_often and a.adpositions == b.adpositions,
         subject_supplied=a.subject_supplied or b.subject_supplied,
         verb_swap=verb_swap,
         negation_rewritten=in_a or in_b,

@@ -916,11 +916,15 @@ async def test_how_often_a_fact_holds_is_never_dropped_by_a_skip(
         [
             event("m1", "User visits her parents in Accra each December"),
             event("m2", "Marisol cleans the flat every second Friday"),
+            event("m3", "The user's car loan is with Santander at 6.1% until 2028"),
         ],
         [
             event("n1", "User visits her parents in Accra one December"),
             event("n2", "Marisol cleans the flat some second Friday"),
+            event("n3", "The user's car loan is with Santander near 6.1% until 2028"),
         ],
     )
     assert only(decisions, "n1")["decision"] != "skipped"
     assert only(decisions, "n2")["decision"] != "skipped"
+    # n3 was skipped: "near" a rate, against "at" it, was compared nowhere.
+    assert only(decisions, "n3")["decision"] != "skipped"

@@ -877,16 +877,16 @@ def test_in_a_place_against_near_it_is_a_role_change(
         ("User rotates the keys every 24 hours", "User rotates the keys some 24 hours", False),
         ("Marisol cleans every second Friday", "Marisol cleans some second Friday", False),
         ("The user runs every morning", "Each morning the user runs", True),
+        # another preposition, wherever the parse hung it (a quantity's too)
+        ("The user's car loan is with Santander at 6.1% until 2028", "The user's car loan is with Santander near 6.1% until 2028", False),
+        ("The company matches pension contributions up to 5% of salary", "The company matches pension contributions down to 5% of salary", False),
+        ("In 2023 Kyoto was visited by the user", "The user visited Kyoto in 2023", False),
+        ("In 2023 the user visited Kyoto", "The user visited Kyoto in 2023", True),
         # the user in another role
-        (
-            "In 2023 Kyoto was visited by the user",
-            "In 2023 Kyoto was visited after the user",
-            False,
-        ),
-        ("In 2023 Kyoto was visited by the user", "In 2023 the user visited Kyoto", True),
+        ("In 2023 Kyoto was visited by the user", "In 2023 Kyoto was visited after the user", False),
     ],
-)
-def test_a_skip_needs_the_same_quantities_how_often_and_user_role(
+)  # fmt: skip
+def test_a_skip_needs_the_same_quantities_function_words_and_user_role(
     aligner: PairAligner, existing: str, new: str, skippable: bool
 ) -> None:
     for first, second in ((existing, new), (new, existing)):
