@@ -75,7 +75,7 @@ import asyncio
 import re
 import sys
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -1084,11 +1084,24 @@ def _finite_tenses(doc: Doc, cleft: _Cleft | None) -> tuple[tuple[str, str], ...
 def _tenses_differ(a: AlignedText, b: AlignedText) -> bool:
     """Whether the texts' finite verbs tell another time: a form written alike on
     both sides tells the same time whatever the tagger guessed ("User quit" /
-    "I quit"); a text with no finite verb left (a note) tells none."""
-    shared = {form for form, _ in a.finite_tenses} & {form for form, _ in b.finite_tenses}
-    mine = {tense for form, tense in a.finite_tenses if form not in shared}
-    theirs = {tense for form, tense in b.finite_tenses if form not in shared}
+    "I quit"); a text with no finite verb left (a note) tells none. Forms count
+    as often as written: "was given ...; the job is planned" / "was given ...;
+    the job was planned" share one "was", not both."""
+    mine, theirs = _unshared_tenses(a, b), _unshared_tenses(b, a)
     return bool(mine and theirs and mine != theirs)
+
+
+def _unshared_tenses(text: AlignedText, other: AlignedText) -> set[str]:
+    """The tenses of `text`'s finite forms left over once each form `other` also
+    writes is set against one of its own."""
+    available = Counter(form for form, _ in other.finite_tenses)
+    left = set()
+    for form, tense in text.finite_tenses:
+        if available[form]:
+            available[form] -= 1
+        else:
+            left.add(tense)
+    return left
 
 
 # A condition against its opposite, a cause against a concession: one for the

@@ -397,6 +397,11 @@ def test_wishes_and_the_future_told_otherwise_are_no_time_change(
         ("Pays the invoice within 30 days", "Pays the invoice in 30 days"),
         # a condition, or the future seen from a report, against the future
         ("Ruth would sell the boat", "Ruth will sell the boat"),
+        # one "was" on both sides, and a second one against "is"
+        (
+            "A quote was sent by the plumber; the job is booked for May",
+            "A quote was sent by the plumber; the job was booked for May",
+        ),
     ],
 )
 def test_a_skip_needs_the_same_tenses_pronouns_joiners_bounds_and_modals(
