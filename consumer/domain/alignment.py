@@ -1985,7 +1985,7 @@ def _opposed_prepositions(a: AlignedText, b: AlignedText) -> GuardVeto | None:
     near it only for a quantity ("kept at 3 mg" / "near 3 mg"): two places are
     words the role check reads ("unit near Sendai" / "unit in northern Japan")."""
     for preposition, head in sorted(a.prepositions):
-        for pair in _OPPOSED_PREPOSITIONS | _IN_AND_BESIDE:
+        for pair in _PREPOSITION_PAIRS:
             if preposition not in pair:
                 continue
             (other,) = pair - {preposition}
@@ -2858,12 +2858,17 @@ _OPPOSED_PREPOSITIONS: Final = frozenset(
     }
 )
 # In a place against near it: "lives in Lyon" / "near Lyon", "north of Boston"
-# (read as "north"), "outside Leeds"; "kept at 3 mg" / "near 3 mg" too.
-_IN_AND_BESIDE: Final = frozenset(
-    frozenset({inside, beside})
-    for inside in ("in", "at", "inside", "within")
-    for beside in ("near", "outside", "north", "south", "east", "west")
+# (read as "north"), "outside Leeds"; "kept at 3 mg" / "near 3 mg" too. Not the
+# pairs opposed already ("within" / "outside"), which hold wherever they stand.
+_IN_AND_BESIDE: Final = (
+    frozenset(
+        frozenset({inside, beside})
+        for inside in ("in", "at", "inside", "within")
+        for beside in ("near", "outside", "north", "south", "east", "west")
+    )
+    - _OPPOSED_PREPOSITIONS
 )
+_PREPOSITION_PAIRS: Final = _OPPOSED_PREPOSITIONS | _IN_AND_BESIDE
 # Words whose "of" introduces the place they are read against ("out of", "north of").
 _OF_PLACES: Final = frozenset({"out", "north", "south", "east", "west"})
 # Directions: one for the other on the two sides reverses the fact ("rent went up"
@@ -2929,7 +2934,7 @@ def _role_change(matched: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
     for x, y in matched:
         if x.role.startswith("prep:") and y.role.startswith("prep:"):
             pair = frozenset({x.role[5:], y.role[5:]})
-            if pair in _OPPOSED_PREPOSITIONS or pair in _IN_AND_BESIDE:
+            if pair in _PREPOSITION_PAIRS:
                 return _veto("role_change", f"'{x.key}': {x.role[5:]} vs {y.role[5:]}")
     return None
 
