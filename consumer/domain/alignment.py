@@ -197,6 +197,10 @@ class Word:
     negated_by_contrast: bool = False
     # In the phrase after such a "not": the thing set against ("Figma links").
     set_against: bool = False
+    # Whom the word's clause tells it of: the keys of the clause's subject and its
+    # conjuncts (a passive's agent, a relative clause's antecedent, a conjoined
+    # verb's shared subject); empty inside a subject or where none is written.
+    told_of: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -725,6 +729,7 @@ def _words(doc: Doc) -> AlignedText:
                 count=_grammatical_count(token) if pos == "NOUN" else "",
                 moves=verb
                 and any(c.dep_ == "prep" and c.lower_ in {"to", "from"} for c in token.children),
+                told_of=_told_of(token),
             )
         )
     prepositions = frozenset(
@@ -1690,6 +1695,7 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         or _contrast_swapped(a, b, matched)
         or _judge(matched, left, right)
         or _user_doer_replaced(a, b, left, right)
+        or _told_of_another(a, b, matched)
     )
     verb_swap = False
     if veto is None:
@@ -2918,6 +2924,71 @@ def _same_slot(x: Word, y: Word) -> bool:
             or (is_calendar_name(x.key) and is_calendar_name(y.key))
         )
     return kind != "modifier" or x.phrase == y.phrase
+
+
+_TOLD_OF_POS: Final = frozenset({"NOUN", "PROPN", "ADJ"})
+# "who", "which", "that" heading a relative clause.
+_RELATIVE_TAGS: Final = frozenset({"WP", "WDT"})
+# The dependencies that make a word (part of) its clause's subject.
+_SUBJECT_SIDE_DEPS: Final = frozenset({"nsubj", "nsubjpass", "csubj", "csubjpass", "expl", "agent"})
+
+
+def _told_of(token: Token) -> frozenset[str]:
+    """`Word.told_of`: the subject of the clause `token` stands in, found by
+    walking up to the nearest verb or copula that has one."""
+    current = token
+    for _ in range(8):  # clauses nest a few levels at most in a memory
+        if current.dep_ in _SUBJECT_SIDE_DEPS:
+            return frozenset()  # the word is (part of) a subject
+        # A word of a list stands where the list's first word stands.
+        conjunct_of = token.dep_ == "conj" and current.i == token.head.i
+        if current.i != token.i and current.pos_ in _NOMINAL_POS and not conjunct_of:
+            return frozenset()  # it tells of a thing ("a club in Phoenix"), not a doer
+        if current.pos_ in {"VERB", "AUX"}:
+            doers = [c for c in current.children if c.dep_ == "nsubj"]
+            doers += [g for c in current.children if c.dep_ == "agent" for g in c.children]
+            if current.dep_ == "relcl" and all(d.tag_ in _RELATIVE_TAGS for d in doers):
+                doers = [current.head]  # "Priya, who reports to the CTO": Priya
+            if any(d.pos_ == "PRON" and _key(d) != _SELF for d in doers):
+                return frozenset()  # "it", "they", "she": whom is left to coreference
+            # A verb with no subject of its own is left out, a conjoined one too:
+            # the parse often hangs a list's verb on the wrong one.
+            return frozenset(_named(t) for d in doers for t in (d, *d.conjuncts))
+        if current.head.i == current.i:
+            return frozenset()
+        current = current.head
+    return frozenset()
+
+
+def _named(noun: Token) -> str:
+    """A noun's key with the modifiers that tell which one it is ("staging cluster"
+    / "production cluster"; not an owner: "his son" and "User's son" are one)."""
+    modifiers = [_key(c) for c in noun.children if c.dep_ in {"compound", "amod"}]
+    return " ".join((*modifiers, _key(noun)))
+
+
+def _told_of_another(
+    a: AlignedText, b: AlignedText, matched: Sequence[tuple[Word, Word]]
+) -> GuardVeto | None:
+    """A word both texts tell, each of another one of the people or things both
+    texts make subjects: "User is a nurse and his wife is a teacher" / "User's
+    wife is a nurse and he is a teacher", "User is allergic to peanuts, his son
+    to shellfish" / the other way round. Words written more than once are left
+    out: which clause each stands in is then unknown."""
+    told_a = {key for w in a.words for key in w.told_of}
+    told_b = {key for w in b.words for key in w.told_of}
+    twice = {k for text in (a, b) for k, n in Counter(w.key for w in text.words).items() if n > 1}
+    for x, y in matched:
+        if x.light or y.light or x.key in twice or not x.told_of or not y.told_of:
+            continue
+        if x.pos not in _TOLD_OF_POS or y.pos not in _TOLD_OF_POS or x.anchor != y.anchor:
+            continue
+        if x.told_of.isdisjoint(y.told_of) and x.told_of & told_b and y.told_of & told_a:
+            return _veto(
+                "role_change",
+                f"'{x.key}' told of '{min(x.told_of)}' vs '{min(y.told_of)}'",
+            )
+    return None
 
 
 def _role_change(matched: Sequence[tuple[Word, Word]]) -> GuardVeto | None:

@@ -910,3 +910,35 @@ async def test_how_often_a_fact_holds_is_never_dropped_by_a_skip(
     assert only(decisions, "n2")["decision"] != "skipped"
     # n3 was skipped: "near" a rate, against "at" it, was compared nowhere.
     assert only(decisions, "n3")["decision"] != "skipped"
+
+
+SUBJECTS_STORED = [
+    event("m1", "User is allergic to peanuts; his son is allergic to shellfish"),
+    event("m2", "Alice owns the API; Bob owns the database."),
+    event("m3", "User's mother speaks Hindi; his father speaks Tamil"),
+    event("m4", "Alice owns the API; Bob owns the database.", namespace="team"),
+]
+SUBJECTS_TRADED = [
+    event("n1", "User is allergic to shellfish; his son is allergic to peanuts"),
+    event("n2", "Alice owns the database; Bob owns the API."),
+    event("n3", "User's mother speaks Tamil; his father speaks Hindi"),
+    event("n4", "Bob owns the database and Alice owns the API.", namespace="team"),
+]
+
+
+async def test_what_two_subjects_have_traded_between_them_is_kept_apart(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    # n1 was merged and n2, n3 skipped (their facts dropped): each clause's verb
+    # and words are the other text's, and only whom they are told of changed.
+    # Tested at the parse in tests/unit/test_alignment_readings.py.
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(settings, real_embedder, SUBJECTS_STORED, SUBJECTS_TRADED)
+    kept = assert_kept_apart(decisions, "n1", from_="m1", guard="alignment")
+    assert kept["guard"]["detail"] == "role_change: 'peanut' told of '<user>' vs 'son'"
+    # The word-order guard's veto on n2 and n3 stands now: the parse no longer
+    # reads every word in its role, so it does not lift it.
+    assert_kept_apart(decisions, "n2", from_="m2", guard="word_order")
+    assert_kept_apart(decisions, "n3", from_="m3", guard="word_order")
+    # the same two clauses in another order: one fact
+    assert_folded(decisions, "n4", into="m4", outcomes=("merged", "skipped"))

@@ -898,3 +898,24 @@ def test_a_skip_needs_the_same_quantities_function_words_and_user_role(
         alignment = aligner.check(first, second)
         assert alignment.equivalent
         assert alignment.skippable is skippable
+
+
+@pytest.mark.parametrize(
+    ("existing", "new", "kinds"),
+    [
+        # what each of two subjects is or has, traded between them
+        ("User is allergic to peanuts; his son is allergic to shellfish", "User is allergic to shellfish; his son is allergic to peanuts", ["role_change"] * 2),
+        ("Mia is a doctor and Sam is a lawyer", "Mia is a lawyer and Sam is a doctor", ["role_change"] * 2),
+        ("User's brother lives in Lyon. His sister lives in Nice.", "User's brother lives in Nice. His sister lives in Lyon.", ["role_change"] * 2),
+        # subjects told apart by their modifiers
+        ("The staging cluster is in Frankfurt; the production cluster is in Dublin", "The staging cluster is in Dublin; the production cluster is in Frankfurt", ["role_change"] * 2),
+        # the same clauses in another order, or told through a relative clause
+        ("User is allergic to peanuts; his son is allergic to shellfish", "User's son is allergic to shellfish, and the user is allergic to peanuts", [None, None]),
+        ("Mia is a doctor and Sam is a lawyer", "Sam is a lawyer, and Mia is a doctor", [None, None]),
+        ("Priya, who leads the data team, reports to the CTO", "Priya leads the data team and reports to the CTO", [None, None]),
+    ],
+)  # fmt: skip
+def test_a_word_told_of_another_subject_both_texts_have_is_a_role_change(
+    aligner: PairAligner, existing: str, new: str, kinds: list[str | None]
+) -> None:
+    assert kinds_both_ways(aligner, existing, new) == kinds
