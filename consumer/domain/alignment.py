@@ -201,6 +201,9 @@ class Word:
     # conjuncts (a passive's agent, a relative clause's antecedent, a conjoined
     # verb's shared subject); empty inside a subject or where none is written.
     told_of: frozenset[str] = frozenset()
+    # The tense and frame of the clause the word stands in ("Pres/", "/use" of
+    # "used to be"): `_told_when`.
+    told_when: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -698,6 +701,7 @@ def _words(doc: Doc) -> AlignedText:
         light = light_verb or framing
         # The frame verb over this one ("Stopped" of "Stopped taking"), else itself.
         framed_by = _framing(token) if verb else token
+        head = _clause_head(token)
         words.append(
             Word(
                 index=token.i,
@@ -729,7 +733,8 @@ def _words(doc: Doc) -> AlignedText:
                 count=_grammatical_count(token) if pos == "NOUN" else "",
                 moves=verb
                 and any(c.dep_ == "prep" and c.lower_ in {"to", "from"} for c in token.children),
-                told_of=_told_of(token),
+                told_of=_told_of(head),
+                told_when=_told_when(head),
             )
         )
     prepositions = frozenset(
@@ -806,6 +811,8 @@ def _rejected(doc: Doc) -> frozenset[int]:
         if token.lower_ != "not" or token.i == 0 or doc[token.i - 1].text != ",":
             continue
         for after in doc[token.i + 1 :]:
+            if after.is_quote or after.is_bracket:
+                continue  # "Sam, not 'Samantha'": the quoted name is the phrase
             if after.is_punct:
                 break
             found.add(after.i)
@@ -1863,11 +1870,17 @@ def _contrast_swapped(
     a: AlignedText, b: AlignedText, matched: Sequence[tuple[Word, Word]]
 ) -> GuardVeto | None:
     """ "tabs, not spaces" / "spaces rather than tabs": what one text sets against
-    comes before the other's "rather than", as the thing chosen."""
+    comes before the other's "rather than", as the thing chosen; or both texts
+    set one thing against another with ", not", and not the same one."""
+    both_set_against = any(w.set_against for w in a.words) and any(w.set_against for w in b.words)
     for x, y in matched:
         for rejected, chosen, other in ((x, y, b), (y, x, a)):
             if rejected.set_against and other.contrast_at >= 0 and chosen.index < other.contrast_at:
                 return _veto("role_change", f"'{rejected.key}' chosen on one side only")
+        if both_set_against and x.set_against != y.set_against:
+            # "Sam, not Samantha" / "Samantha, not Sam"
+            rejected = x if x.set_against else y
+            return _veto("role_change", f"'{rejected.key}' set against on one side only")
     return None
 
 
@@ -2933,31 +2946,48 @@ _RELATIVE_TAGS: Final = frozenset({"WP", "WDT"})
 _SUBJECT_SIDE_DEPS: Final = frozenset({"nsubj", "nsubjpass", "csubj", "csubjpass", "expl", "agent"})
 
 
-def _told_of(token: Token) -> frozenset[str]:
-    """`Word.told_of`: the subject of the clause `token` stands in, found by
-    walking up to the nearest verb or copula that has one."""
+def _clause_head(token: Token) -> Token | None:
+    """The verb or copula of the clause `token` stands in, found by walking up
+    its heads; None inside a subject, or where a thing comes first ("a club in
+    Phoenix" tells of the club)."""
     current = token
     for _ in range(8):  # clauses nest a few levels at most in a memory
         if current.dep_ in _SUBJECT_SIDE_DEPS:
-            return frozenset()  # the word is (part of) a subject
+            return None  # the word is (part of) a subject
         # A word of a list stands where the list's first word stands.
         conjunct_of = token.dep_ == "conj" and current.i == token.head.i
         if current.i != token.i and current.pos_ in _NOMINAL_POS and not conjunct_of:
-            return frozenset()  # it tells of a thing ("a club in Phoenix"), not a doer
+            return None
         if current.pos_ in {"VERB", "AUX"}:
-            doers = [c for c in current.children if c.dep_ == "nsubj"]
-            doers += [g for c in current.children if c.dep_ == "agent" for g in c.children]
-            if current.dep_ == "relcl" and all(d.tag_ in _RELATIVE_TAGS for d in doers):
-                doers = [current.head]  # "Priya, who reports to the CTO": Priya
-            if any(d.pos_ == "PRON" and _key(d) != _SELF for d in doers):
-                return frozenset()  # "it", "they", "she": whom is left to coreference
-            # A verb with no subject of its own is left out, a conjoined one too:
-            # the parse often hangs a list's verb on the wrong one.
-            return frozenset(_named(t) for d in doers for t in (d, *d.conjuncts))
+            return current
         if current.head.i == current.i:
-            return frozenset()
+            return None
         current = current.head
-    return frozenset()
+    return None
+
+
+def _told_of(head: Token | None) -> frozenset[str]:
+    """`Word.told_of`: the subject of a word's clause (`_clause_head`)."""
+    if head is None:
+        return frozenset()
+    doers = [c for c in head.children if c.dep_ == "nsubj"]
+    doers += [g for c in head.children if c.dep_ == "agent" for g in c.children]
+    if head.dep_ == "relcl" and all(d.tag_ in _RELATIVE_TAGS for d in doers):
+        doers = [head.head]  # "Priya, who reports to the CTO": Priya
+    if any(d.pos_ == "PRON" and _key(d) != _SELF for d in doers):
+        return frozenset()  # "it", "they", "she": whom is left to coreference
+    # A verb with no subject of its own is left out, a conjoined one too: the
+    # parse often hangs a list's verb on the wrong one.
+    return frozenset(_named(t) for d in doers for t in (d, *d.conjuncts))
+
+
+def _told_when(head: Token | None) -> str:
+    """`Word.told_when`: the tense and frame of a word's clause ("Pres", "use"
+    of "used to be"); "" for neither."""
+    if head is None:
+        return ""
+    tense, frame = _tense(head), _frame(head, _framing(head))
+    return f"{tense}/{frame}" if tense or frame else ""
 
 
 def _named(noun: Token) -> str:
@@ -2988,6 +3018,21 @@ def _told_of_another(
                 "role_change",
                 f"'{x.key}' told of '{min(x.told_of)}' vs '{min(y.told_of)}'",
             )
+    # Two words that trade when they are told of: "used to be margherita, now
+    # it's diavola" / the two traded.
+    moved = {
+        (x.told_when, y.told_when): x
+        for x, y in matched
+        if x.pos in _TOLD_OF_POS
+        and x.key not in twice
+        and x.anchor == y.anchor
+        and x.told_when
+        and y.told_when
+        and x.told_when != y.told_when
+    }
+    for (was, now), x in moved.items():
+        if (now, was) in moved:
+            return _veto("time_change", f"'{x.key}' told as '{was}' vs '{now}'")
     return None
 
 

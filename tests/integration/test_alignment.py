@@ -917,16 +917,20 @@ SUBJECTS_STORED = [
     event("m2", "Alice owns the API; Bob owns the database."),
     event("m3", "User's mother speaks Hindi; his father speaks Tamil"),
     event("m4", "Alice owns the API; Bob owns the database.", namespace="team"),
+    event("m5", "Prefers to be addressed as 'Sam', not 'Samantha'."),
+    event("m6", "Used to live in Oslo, now lives in Bergen"),
 ]
 SUBJECTS_TRADED = [
     event("n1", "User is allergic to shellfish; his son is allergic to peanuts"),
     event("n2", "Alice owns the database; Bob owns the API."),
     event("n3", "User's mother speaks Tamil; his father speaks Hindi"),
     event("n4", "Bob owns the database and Alice owns the API.", namespace="team"),
+    event("n5", "Prefers to be addressed as 'Samantha', not 'Sam'."),
+    event("n6", "Used to live in Bergen, now lives in Oslo"),
 ]
 
 
-async def test_what_two_subjects_have_traded_between_them_is_kept_apart(
+async def test_what_two_subjects_clauses_or_choices_trade_is_kept_apart(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
     # n1 was merged and n2, n3 skipped (their facts dropped): each clause's verb
@@ -942,3 +946,9 @@ async def test_what_two_subjects_have_traded_between_them_is_kept_apart(
     assert_kept_apart(decisions, "n3", from_="m3", guard="word_order")
     # the same two clauses in another order: one fact
     assert_folded(decisions, "n4", into="m4", outcomes=("merged", "skipped"))
+    # n5 was skipped: the quote hid the name set against (the word-order veto
+    # stands, as for n2); n6 (cosine 0.99) was merged: the places traded between
+    # what was and what is.
+    assert_kept_apart(decisions, "n5", from_="m5", guard="word_order")
+    kept = assert_kept_apart(decisions, "n6", from_="m6", guard="alignment")
+    assert kept["guard"]["detail"].startswith("time_change: 'oslo' told as")

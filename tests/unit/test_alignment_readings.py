@@ -919,3 +919,24 @@ def test_a_word_told_of_another_subject_both_texts_have_is_a_role_change(
     aligner: PairAligner, existing: str, new: str, kinds: list[str | None]
 ) -> None:
     assert kinds_both_ways(aligner, existing, new) == kinds
+
+
+@pytest.mark.parametrize(
+    ("existing", "new", "kinds"),
+    [
+        # what was and what is, traded
+        ("Favorite pizza used to be margherita, now it's diavola", "Favorite pizza used to be diavola, now it's margherita", ["time_change"] * 2),
+        ("Used to live in Oslo, now lives in Bergen", "Used to live in Bergen, now lives in Oslo", ["time_change"] * 2),
+        ("User worked at Google and now works at Meta", "User worked at Meta and now works at Google", ["time_change"] * 2),
+        # a tense written otherwise in one clause only: no trade
+        ("User says he has paid the invoice that was due", "User says he paid the invoice that was due", [None, None]),
+        # the one chosen and the one set against, traded (a quoted name too)
+        ("Prefers to be addressed as 'Sam', not 'Samantha'.", "Prefers to be addressed as 'Samantha', not 'Sam'.", ["role_change"] * 2),
+        ("Wants invoices as \"PDF\", not \"DOCX\"", "Wants invoices as \"DOCX\", not \"PDF\"", ["role_change"] * 2),
+        ("Prefers to be addressed as 'Sam', not 'Samantha'.", "Prefers to be addressed as 'Sam' rather than 'Samantha'.", [None, None]),
+    ],
+)  # fmt: skip
+def test_what_two_clauses_tell_traded_in_time_or_choice_is_kept_apart(
+    aligner: PairAligner, existing: str, new: str, kinds: list[str | None]
+) -> None:
+    assert kinds_both_ways(aligner, existing, new) == kinds
