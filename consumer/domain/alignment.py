@@ -250,6 +250,8 @@ class AlignedText:
     # The quantities as written, in text order: the numbers guard compares them
     # as sets, and a skip needs them in the same order too (`align`).
     numbers: tuple[str, ...] = ()
+    # Each quantity with what it tells of (`_quantity_owners`), in text order.
+    quantity_owners: tuple[tuple[str, frozenset[str]], ...] = ()
     # Where the text sets one thing against another without a negation ("rather
     # than", "instead of", "as opposed to", "over"): the marker's index, else -1.
     contrast_at: int = -1
@@ -743,9 +745,8 @@ def _words(doc: Doc) -> AlignedText:
     pronouns = tuple(
         sorted(_PRONOUN_GENDERS[token.lower_] for token in doc if token.lower_ in _PRONOUN_GENDERS)
     )
-    numbers = tuple(
-        number_value(token.text) for token in doc if _is_quantity(token) and not token.is_punct
-    )
+    quantities = [token for token in doc if _is_quantity(token) and not token.is_punct]
+    numbers = tuple(number_value(token.text) for token in quantities)
     return AlignedText(
         tuple(words),
         prepositions,
@@ -753,6 +754,7 @@ def _words(doc: Doc) -> AlignedText:
         frozenset(pronouns),
         amount_scopes=_amount_scopes(doc, in_rates),
         numbers=numbers,
+        quantity_owners=tuple(zip(numbers, map(_quantity_owners, quantities), strict=True)),
         contrast_at=_contrast_marker(doc),
         subject_supplied=doc.user_data.get(_SUBJECT_SUPPLIED, False),
         main_verb=_main_verb(doc),
@@ -2990,6 +2992,29 @@ def _told_when(head: Token | None) -> str:
     return f"{tense}/{frame}" if tense or frame else ""
 
 
+def _quantity_owners(token: Token) -> frozenset[str]:
+    """The nouns a quantity's chain of heads passes up to its clause, and the
+    subject of a copula it completes: "Leo, age 4" -> {"age", "leo"}, "the
+    target is 90%" -> {"%", "target"}. A list's later word ends the chain
+    ("Maya, age 7, and Leo, age 4": Leo's, not Maya's)."""
+    owners: set[str] = set()
+    current = token
+    for _ in range(8):  # a quantity sits a few heads below its clause
+        head = current.head
+        if head.i == current.i:
+            break
+        if head.pos_ in {"VERB", "AUX"}:
+            if head.lemma_ == "be":
+                owners |= _told_of(head)
+            break
+        if current.dep_ == "conj":
+            break
+        if head.pos_ in _NOMINAL_POS:
+            owners.add(_key(head))
+        current = head
+    return frozenset(owners)
+
+
 def _named(noun: Token) -> str:
     """A noun's key with the modifiers that tell which one it is ("staging cluster"
     / "production cluster"; not an owner: "his son" and "User's son" are one)."""
@@ -3033,6 +3058,21 @@ def _told_of_another(
     for (was, now), x in moved.items():
         if (now, was) in moved:
             return _veto("time_change", f"'{x.key}' told as '{was}' vs '{now}'")
+    # Two quantities that trade what they tell of: "Maya, age 7, and Leo, age 4"
+    # / "Leo, age 7, and Maya, age 4".
+    written_once = [
+        value for value, n in Counter(a.numbers).items() if n == 1 and b.numbers.count(value) == 1
+    ]
+    owners_a, owners_b = dict(a.quantity_owners), dict(b.quantity_owners)
+    for first in written_once:
+        lost, gained = owners_a[first] - owners_b[first], owners_b[first] - owners_a[first]
+        if not lost or not gained:
+            continue
+        for second in written_once:
+            if owners_a[second] - owners_b[second] == gained and (
+                owners_b[second] - owners_a[second] == lost
+            ):
+                return _veto("value_change", f"'{first}' and '{second}' traded")
     return None
 
 

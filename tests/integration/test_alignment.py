@@ -919,6 +919,7 @@ SUBJECTS_STORED = [
     event("m4", "Alice owns the API; Bob owns the database.", namespace="team"),
     event("m5", "Prefers to be addressed as 'Sam', not 'Samantha'."),
     event("m6", "Used to live in Oslo, now lives in Bergen"),
+    event("m7", "User has two children: Maya, age 7, and Leo, age 4"),
 ]
 SUBJECTS_TRADED = [
     event("n1", "User is allergic to shellfish; his son is allergic to peanuts"),
@@ -927,6 +928,7 @@ SUBJECTS_TRADED = [
     event("n4", "Bob owns the database and Alice owns the API.", namespace="team"),
     event("n5", "Prefers to be addressed as 'Samantha', not 'Sam'."),
     event("n6", "Used to live in Bergen, now lives in Oslo"),
+    event("n7", "User has two children: Leo, age 7, and Maya, age 4"),
 ]
 
 
@@ -952,3 +954,6 @@ async def test_what_two_subjects_clauses_or_choices_trade_is_kept_apart(
     assert_kept_apart(decisions, "n5", from_="m5", guard="word_order")
     kept = assert_kept_apart(decisions, "n6", from_="m6", guard="alignment")
     assert kept["guard"]["detail"].startswith("time_change: 'oslo' told as")
+    # n7 (cosine 1.00) was merged: the ages traded between the two children.
+    kept = assert_kept_apart(decisions, "n7", from_="m7", guard="alignment")
+    assert kept["guard"]["detail"] == "value_change: '7' and '4' traded"

@@ -934,9 +934,14 @@ def test_a_word_told_of_another_subject_both_texts_have_is_a_role_change(
         ("Prefers to be addressed as 'Sam', not 'Samantha'.", "Prefers to be addressed as 'Samantha', not 'Sam'.", ["role_change"] * 2),
         ("Wants invoices as \"PDF\", not \"DOCX\"", "Wants invoices as \"DOCX\", not \"PDF\"", ["role_change"] * 2),
         ("Prefers to be addressed as 'Sam', not 'Samantha'.", "Prefers to be addressed as 'Sam' rather than 'Samantha'.", [None, None]),
+        # two quantities, each traded to what the other told of
+        ("User has two children: Maya, age 7, and Leo, age 4", "User has two children: Leo, age 7, and Maya, age 4", ["value_change"] * 2),
+        ("Repo has 84% test coverage; the target is 90%.", "Repo has 84% test target; the coverage is 90%.", ["value_change"] * 2),
+        ("User has two children: Maya, age 7, and Leo, age 4", "User has two children: Leo, age 4, and Maya, age 7", [None, None]),
+        ("Repo has 84% test coverage; the target is 90%.", "The target is 90%; the repo has 84% test coverage.", [None, None]),
     ],
 )  # fmt: skip
-def test_what_two_clauses_tell_traded_in_time_or_choice_is_kept_apart(
+def test_what_two_clauses_tell_traded_in_time_choice_or_amount_is_kept_apart(
     aligner: PairAligner, existing: str, new: str, kinds: list[str | None]
 ) -> None:
     assert kinds_both_ways(aligner, existing, new) == kinds
