@@ -7,12 +7,19 @@ verifier, cross-encoder).
 Usage::
 
     python bench/skip_variants.py [--pairs-dir bench/pairs/memory] [--variants 8000]
-                                 [--seed 0] [--show 20] [--json FILE]
+                                 [--trades] [--seed 0] [--show 20] [--json FILE]
 
 The variants carry no labels: a few say the same, some are ungrammatical. What
 counts is how many in the skip band (cosine >= the skip threshold) are skipped:
 a skip drops the variant's text, so each is a fact the service would lose if the
 change mattered. Only train and dev texts are read. Runs in ~2 min on 2 cores.
+
+``--trades``: each text with two of its words of one part of speech (nouns,
+names, adjectives, numbers) traded instead ("Maya, age 7, and Leo, age 4" ->
+"Leo, age 7, and Maya, age 4"), up to two per text; never two words side by
+side, one a list's word of the other, or one the other's head. What counts is
+how many in the merge band are merged or skipped. Many such variants are
+garbled English; some say the same ("in Leeds in March" / "in March in Leeds").
 """
 
 from __future__ import annotations
@@ -89,6 +96,47 @@ def variants(texts: Sequence[str], limit: int, seed: int) -> list[tuple[str, str
     return found[:limit]
 
 
+_TRADED_POS = frozenset({"NOUN", "PROPN", "ADJ", "NUM"})
+
+
+def trades(texts: Sequence[str], limit: int, seed: int) -> list[tuple[str, str, str]]:
+    """(text, variant, part of speech) for up to two trades of two words in each
+    text (`--trades`), shuffled with `seed`, the first `limit`."""
+    from consumer.domain.alignment import load_parser
+
+    rng = random.Random(seed)
+    found = []
+    for doc, text in zip(load_parser().pipe(texts), texts, strict=True):
+        words = [
+            t
+            for t in doc
+            if t.pos_ in _TRADED_POS
+            and (t.is_alpha or t.text.isdigit())
+            and not any(doc[i].text in "-'" for i in (t.i - 1, t.i + 1) if 0 <= i < len(doc))
+        ]
+        pairs = [
+            (first, second)
+            for at, first in enumerate(words)
+            for second in words[at + 1 :]
+            if first.pos_ == second.pos_
+            and first.lower_ != second.lower_
+            and second.i - first.i > 2
+            and second not in first.conjuncts
+            and first.i != second.head.i
+            and second.i != first.head.i
+        ]
+        rng.shuffle(pairs)
+        for first, second in pairs[:2]:
+            end = second.idx + len(second.text)
+            variant = (
+                text[: first.idx] + second.text + text[first.idx + len(first.text) : second.idx]
+                + first.text + text[end:]
+            )  # fmt: skip
+            found.append((text, variant, first.pos_))
+    rng.shuffle(found)
+    return found[:limit]
+
+
 async def similarities(pairs: Sequence[LabelledPair], settings: Any) -> list[float]:
     """Cosine of each pair with the consumer's embedding model."""
     from consumer.embedding.embedders import load_embedder
@@ -104,6 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--pairs-dir", type=Path, default=MEMORY_PAIRS_DIR)
     parser.add_argument("--variants", type=int, default=8000)
+    parser.add_argument("--trades", action="store_true", help="trade two words instead")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--show", type=int, default=20, help="skipped variants to print")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
@@ -114,7 +163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(level="WARNING", fmt="console")
     settings = load_settings()
     bands = policy_from_settings(settings.dedup).default
-    rows = variants(tuning_texts(args.pairs_dir), args.variants, args.seed)
+    generate = trades if args.trades else variants
+    rows = generate(tuning_texts(args.pairs_dir), args.variants, args.seed)
+    # A traded fact merged loses nothing but is a false merge: the merge band counts.
+    floor = bands.merge_threshold if args.trades else bands.duplicate_threshold
     pairs = [LabelledPair(existing=text, new=variant, duplicate=False) for text, variant, _ in rows]
     scores = asyncio.run(similarities(pairs, settings))
     aligner = PairAligner() if settings.dedup.alignment_enabled else None
@@ -127,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     by_change: dict[str, Counter[str]] = {}
     shown = 0
     for (text, variant, change), score in zip(rows, scores, strict=True):
-        if score < bands.duplicate_threshold:
+        if score < floor:
             continue
         decision = decide_pair(
             text,
@@ -141,15 +193,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         ).decision.value
         outcomes[decision] += 1
         by_change.setdefault(change, Counter())[decision] += 1
-        if decision == "skipped":
-            skipped[change] += 1
+        if decision == "skipped" or (args.trades and decision == "merged"):
+            skipped[change] += decision == "skipped"
             if shown < args.show:
-                print(f"skipped ({change}, cosine {score:.3f}): {text!r} / {variant!r}")
+                print(f"{decision} ({change}, cosine {score:.3f}): {text!r} / {variant!r}")
                 shown += 1
     band = sum(outcomes.values())
     print(
-        f"\n{len(rows)} variants, {band} in the skip band (cosine >= "
-        f"{bands.duplicate_threshold:g}): {outcomes['skipped']} skipped, "
+        f"\n{len(rows)} variants, {band} in the {'merge' if args.trades else 'skip'} band "
+        f"(cosine >= {floor:g}): {outcomes['skipped']} skipped, "
         f"{outcomes['merged']} merged, {outcomes['accepted']} kept apart"
     )
     for change, count in skipped.most_common(10):
@@ -162,6 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "skipped_by_change": dict(skipped),
             "band_by_change": {change: dict(counts) for change, counts in by_change.items()},
             "seed": args.seed,
+            "trades": args.trades,
         }
         args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -49,3 +49,45 @@ def test_variants_of_tuning_texts_change_one_small_word(tmp_path: Path) -> None:
     condition = figures["band_by_change"]["if -> unless"]
     assert sum(condition.values()) >= 1
     assert "skipped" not in condition
+
+
+def test_trades_swap_two_words_of_one_part_of_speech_and_keep_apart_what_traded(
+    tmp_path: Path,
+) -> None:
+    pairs = tmp_path / "pairs"
+    pairs.mkdir()
+    write_duplicates(
+        pairs / "a.jsonl",
+        [
+            (
+                "Used to live in Oslo, now lives in Bergen",
+                "Lived in Oslo before; lives in Bergen now",
+                "train",
+            ),
+            ("Swims in Leeds on Mondays", "A test text the bench must not read.", "test"),
+        ],
+    )
+    bench = _bench()
+    texts = bench.tuning_texts(pairs)
+    found = bench.trades(texts, 100, 0)
+    assert (
+        "Used to live in Oslo, now lives in Bergen",
+        "Used to live in Bergen, now lives in Oslo",
+        "PROPN",
+    ) in found
+    # never two words side by side, nor from a test text
+    assert all(text in texts and text != variant for text, variant, _ in found)
+    assert not any("Leeds" in variant for _, variant, _ in found)
+
+    out = tmp_path / "trades.json"
+    assert (
+        bench.main(["--pairs-dir", str(pairs), "--trades", "--show", "0", "--json", str(out)]) == 0
+    )
+    figures = json.loads(out.read_text(encoding="utf-8"))
+    assert figures["trades"] is True
+    assert figures["variants"] == len(found)
+    # the cities traded between what was and what is: in the merge band, kept apart
+    traded = figures["band_by_change"]["PROPN"]
+    assert traded.get("accepted", 0) >= 1
+    assert "merged" not in traded
+    assert "skipped" not in traded
