@@ -301,6 +301,11 @@ class Alignment:
     # prepositions (`AlignedText.how_often`, `AlignedText.adpositions`).
     user_role_kept: bool = True
     function_words_alike: bool = True
+    # Every matched word hangs on the word its partner hangs on, not only in the
+    # same place of its clause: a misread word can hide two traded ("builds with
+    # React and TypeScript, styles with Tailwind" / "... React and Tailwind,
+    # styles with TypeScript", "styles" read as a noun on one side).
+    anchors_alike: bool = True
     # A text was read with a subject it leaves out (`AlignedText.subject_supplied`).
     subject_supplied: bool = False
     # `veto` is one verb put for another in one slot, told alike, every other word
@@ -317,9 +322,9 @@ class Alignment:
     def skippable(self) -> bool:
         """Equivalent on the texts' own words: a skip drops the new text, so it
         is never granted on a reading that supplied a subject, a negation written
-        otherwise, a quantity on one side only, the user in another role or
-        another word of how often (such a pair is merged, which keeps both
-        texts)."""
+        otherwise, a quantity on one side only, the user in another role,
+        another word of how often or a word hung on another (such a pair is
+        merged, which keeps both texts)."""
         return (
             self.equivalent
             and not self.subject_supplied
@@ -327,6 +332,7 @@ class Alignment:
             and self.numbers_counted_alike
             and self.user_role_kept
             and self.function_words_alike
+            and self.anchors_alike
         )
 
     @property
@@ -1757,6 +1763,7 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         numbers_counted_alike=len(a.numbers) == len(b.numbers),
         user_role_kept=all(x.role == y.role for x, y in matched if x.key == _SELF),
         function_words_alike=a.how_often == b.how_often and a.adpositions == b.adpositions,
+        anchors_alike=all(x.anchor == y.anchor for x, y in matched),
         subject_supplied=a.subject_supplied or b.subject_supplied,
         verb_swap=verb_swap,
         negation_rewritten=in_a or in_b,

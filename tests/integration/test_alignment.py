@@ -899,17 +899,31 @@ async def test_how_often_a_fact_holds_is_never_dropped_by_a_skip(
             event("m1", "User visits her parents in Accra each December"),
             event("m2", "Marisol cleans the flat every second Friday"),
             event("m3", "The user's car loan is with Santander at 6.1% until 2028"),
+            event("m4", FRONTEND),
         ],
         [
             event("n1", "User visits her parents in Accra one December"),
             event("n2", "Marisol cleans the flat some second Friday"),
             event("n3", "The user's car loan is with Santander near 6.1% until 2028"),
+            event("n4", FRONTEND_TRADED),
         ],
     )
     assert only(decisions, "n1")["decision"] != "skipped"
     assert only(decisions, "n2")["decision"] != "skipped"
     # n3 was skipped: "near" a rate, against "at" it, was compared nowhere.
     assert only(decisions, "n3")["decision"] != "skipped"
+    # n4 was skipped: "styles" read as a noun put both names in one place.
+    assert only(decisions, "n4")["decision"] != "skipped"
+
+
+FRONTEND = (
+    "For the frontend, the user builds with React and TypeScript, styles with Tailwind,"
+    " and bundles everything using Vite."
+)
+FRONTEND_TRADED = (
+    "For the frontend, the user builds with React and Tailwind, styles with TypeScript,"
+    " and bundles everything using Vite."
+)
 
 
 SUBJECTS_STORED = [
