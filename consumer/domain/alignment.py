@@ -301,10 +301,11 @@ class Alignment:
     # prepositions (`AlignedText.how_often`, `AlignedText.adpositions`).
     user_role_kept: bool = True
     function_words_alike: bool = True
-    # Every matched word hangs on the word its partner hangs on, not only in the
-    # same place of its clause: a misread word can hide two traded ("builds with
-    # React and TypeScript, styles with Tailwind" / "... React and Tailwind,
-    # styles with TypeScript", "styles" read as a noun on one side).
+    # Every matched word hangs on the word its partner hangs on, by the same
+    # dependency, not only in the same place of its clause: a misread word can
+    # hide two traded ("builds with React and TypeScript, styles with Tailwind" /
+    # "... React and Tailwind, styles with TypeScript", "styles" read as a noun on
+    # one side; "14 Larch Street, York" / "14 York Street, Larch").
     anchors_alike: bool = True
     # A text was read with a subject it leaves out (`AlignedText.subject_supplied`).
     subject_supplied: bool = False
@@ -1763,7 +1764,7 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         numbers_counted_alike=len(a.numbers) == len(b.numbers),
         user_role_kept=all(x.role == y.role for x, y in matched if x.key == _SELF),
         function_words_alike=a.how_often == b.how_often and a.adpositions == b.adpositions,
-        anchors_alike=all(x.anchor == y.anchor for x, y in matched),
+        anchors_alike=all(x.anchor == y.anchor and x.dep == y.dep for x, y in matched),
         subject_supplied=a.subject_supplied or b.subject_supplied,
         verb_swap=verb_swap,
         negation_rewritten=in_a or in_b,

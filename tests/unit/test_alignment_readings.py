@@ -891,6 +891,7 @@ def test_in_a_place_against_near_it_is_a_role_change(
         ("In 2023 Kyoto was visited by the user", "In 2023 Kyoto was visited after the user", False),
         # two names traded between the words they hang on ("styles" read as a noun)
         ("For the frontend, the user builds with React and TypeScript, styles with Tailwind, and bundles everything using Vite.", "For the frontend, the user builds with React and Tailwind, styles with TypeScript, and bundles everything using Vite.", False),
+        ("User moved to 14 Larch Street, York, in March 2023.", "User moved to 14 York Street, Larch, in March 2023.", False),
     ],
 )  # fmt: skip
 def test_a_skip_needs_the_same_quantities_function_words_user_role_and_heads(
