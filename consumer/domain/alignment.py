@@ -198,11 +198,11 @@ class Word:
     # In the phrase after such a "not": the thing set against ("Figma links").
     set_against: bool = False
     # Whom the word's clause tells it of: the keys of the clause's subject and its
-    # conjuncts (a passive's agent, a relative clause's antecedent, a conjoined
-    # verb's shared subject); empty inside a subject or where none is written.
+    # conjuncts (a passive's agent, a relative clause's antecedent); empty inside
+    # a subject, for a pronoun, or where the clause writes no subject: `_told_of`.
     told_of: frozenset[str] = frozenset()
-    # The tense and frame of the clause the word stands in ("Pres/", "/use" of
-    # "used to be"): `_told_when`.
+    # The tense and frame of the clause the word stands in ("Pres/" of "is",
+    # "/use" of "used to be"): `_told_when`.
     told_when: str = ""
 
 
@@ -1711,7 +1711,7 @@ def align(a: AlignedText, b: AlignedText) -> Alignment:
         or _contrast_swapped(a, b, matched)
         or _judge(matched, left, right)
         or _user_doer_replaced(a, b, left, right)
-        or _told_of_another(a, b, matched)
+        or _traded_between_clauses(a, b, matched)
     )
     verb_swap = False
     if veto is None:
@@ -2992,8 +2992,8 @@ def _told_of(head: Token | None) -> frozenset[str]:
 
 
 def _told_when(head: Token | None) -> str:
-    """`Word.told_when`: the tense and frame of a word's clause ("Pres", "use"
-    of "used to be"); "" for neither."""
+    """`Word.told_when`: the tense and frame of a word's clause, as "tense/frame"
+    ("Pres/" of "is", "/use" of "used to be"); "" for neither."""
     if head is None:
         return ""
     tense, frame = _tense(head), _frame(head, _framing(head))
@@ -3030,44 +3030,58 @@ def _named(noun: Token) -> str:
     return " ".join((*modifiers, _key(noun)))
 
 
-def _told_of_another(
+def _traded_between_clauses(
     a: AlignedText, b: AlignedText, matched: Sequence[tuple[Word, Word]]
 ) -> GuardVeto | None:
-    """A word both texts tell, each of another one of the people or things both
-    texts make subjects: "User is a nurse and his wife is a teacher" / "User's
-    wife is a nurse and he is a teacher", "User is allergic to peanuts, his son
-    to shellfish" / the other way round. Words written more than once are left
-    out: which clause each stands in is then unknown."""
+    """What two clauses of one shape trade between them, every word kept in its
+    role and place: whom a word is told of, when, or which quantity tells of
+    what. Each needs the exchange written on both sides. Words written more
+    than once are left out: which clause each stands in is then unknown."""
+    twice = {k for text in (a, b) for k, n in Counter(w.key for w in text.words).items() if n > 1}
+    once = [(x, y) for x, y in matched if x.key not in twice and x.pos in _TOLD_OF_POS]
+    return _subject_traded(a, b, once) or _time_traded(once) or _quantities_traded(a, b)
+
+
+def _subject_traded(
+    a: AlignedText, b: AlignedText, once: Sequence[tuple[Word, Word]]
+) -> GuardVeto | None:
+    """A word told of one subject in one text and of another in the other, both
+    of them subjects in both texts: "User's son plays soccer; his daughter plays
+    tennis" / the sports traded, "User is allergic to peanuts; his son is
+    allergic to shellfish" / the other way round."""
     told_a = {key for w in a.words for key in w.told_of}
     told_b = {key for w in b.words for key in w.told_of}
-    twice = {k for text in (a, b) for k, n in Counter(w.key for w in text.words).items() if n > 1}
-    for x, y in matched:
-        if x.light or y.light or x.key in twice or not x.told_of or not y.told_of:
+    for x, y in once:
+        if y.pos not in _TOLD_OF_POS or x.anchor != y.anchor:
             continue
-        if x.pos not in _TOLD_OF_POS or y.pos not in _TOLD_OF_POS or x.anchor != y.anchor:
+        if not x.told_of or not y.told_of or not x.told_of.isdisjoint(y.told_of):
             continue
-        if x.told_of.isdisjoint(y.told_of) and x.told_of & told_b and y.told_of & told_a:
+        if x.told_of & told_b and y.told_of & told_a:
             return _veto(
-                "role_change",
-                f"'{x.key}' told of '{min(x.told_of)}' vs '{min(y.told_of)}'",
+                "role_change", f"'{x.key}' told of '{min(x.told_of)}' vs '{min(y.told_of)}'"
             )
-    # Two words that trade when they are told of: "used to be margherita, now
-    # it's diavola" / the two traded.
+    return None
+
+
+def _time_traded(once: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
+    """Two words that trade the time of their clauses: "used to be margherita,
+    now it's diavola" / the two traded, "Used to live in Oslo, now lives in
+    Bergen" / the cities traded."""
     moved = {
         (x.told_when, y.told_when): x
-        for x, y in matched
-        if x.pos in _TOLD_OF_POS
-        and x.key not in twice
-        and x.anchor == y.anchor
-        and x.told_when
-        and y.told_when
-        and x.told_when != y.told_when
+        for x, y in once
+        if x.anchor == y.anchor and x.told_when and y.told_when and x.told_when != y.told_when
     }
     for (was, now), x in moved.items():
         if (now, was) in moved:
             return _veto("time_change", f"'{x.key}' told as '{was}' vs '{now}'")
-    # Two quantities that trade what they tell of: "Maya, age 7, and Leo, age 4"
-    # / "Leo, age 7, and Maya, age 4".
+    return None
+
+
+def _quantities_traded(a: AlignedText, b: AlignedText) -> GuardVeto | None:
+    """Two quantities, each written once on each side, that trade what they tell
+    of (`_quantity_owners`): "Maya, age 7, and Leo, age 4" / "Leo, age 7, and
+    Maya, age 4"."""
     written_once = [
         value for value, n in Counter(a.numbers).items() if n == 1 and b.numbers.count(value) == 1
     ]
