@@ -193,11 +193,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         ).decision.value
         outcomes[decision] += 1
         by_change.setdefault(change, Counter())[decision] += 1
-        if decision == "skipped" or (args.trades and decision == "merged"):
-            skipped[change] += decision == "skipped"
-            if shown < args.show:
-                print(f"{decision} ({change}, cosine {score:.3f}): {text!r} / {variant!r}")
-                shown += 1
+        if decision == "skipped":
+            skipped[change] += 1
+        reported = decision == "skipped" or (args.trades and decision == "merged")
+        if reported and shown < args.show:
+            print(f"{decision} ({change}, cosine {score:.3f}): {text!r} / {variant!r}")
+            shown += 1
     band = sum(outcomes.values())
     print(
         f"\n{len(rows)} variants, {band} in the {'merge' if args.trades else 'skip'} band "

@@ -2952,8 +2952,6 @@ def _same_slot(x: Word, y: Word) -> bool:
 _TOLD_OF_POS: Final = frozenset({"NOUN", "PROPN", "ADJ"})
 # "who", "which", "that" heading a relative clause.
 _RELATIVE_TAGS: Final = frozenset({"WP", "WDT"})
-# The dependencies that make a word (part of) its clause's subject.
-_SUBJECT_SIDE_DEPS: Final = frozenset({"nsubj", "nsubjpass", "csubj", "csubjpass", "expl", "agent"})
 
 
 def _clause_head(token: Token) -> Token | None:
@@ -3233,6 +3231,8 @@ def _done_by_the_user(verb: Word, words: Sequence[Word]) -> bool:
 
 
 _OWN_SUBJECT_DEPS: Final = frozenset({"nsubj", "nsubjpass", "csubj", "csubjpass", "expl"})
+# The dependencies that make a word (part of) its clause's subject (`_clause_head`).
+_SUBJECT_SIDE_DEPS: Final = _OWN_SUBJECT_DEPS | {"agent"}
 
 
 def _grammatical_count(noun: Token) -> str:
