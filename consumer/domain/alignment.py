@@ -396,17 +396,34 @@ def _tense(token: Token) -> str:
 
 
 def _going_to(token: Token) -> bool:
-    """ "is going to quit": the future, as "will quit" is (not "was going to
-    quit", a plan that may not have held, nor "goes swimming")."""
-    going = token.head
-    if token.dep_ != "xcomp" or going.lemma_.lower() != "go" or going.tag_ != "VBG":
+    """ "is going to quit", "is scheduled to launch": the future, as "will quit"
+    is (not "was going to quit", a plan that may not have held, nor "goes
+    swimming")."""
+    if token.dep_ != "xcomp" or not any(
+        c.dep_ == "aux" and c.lower_ == "to" for c in token.children
+    ):
         return False
-    if not any(c.dep_ == "aux" and c.lower_ == "to" for c in token.children):
-        return False
-    return any(
-        c.dep_ == "aux" and c.lemma_ == "be" and c.morph.get("Tense", []) == ["Pres"]
-        for c in going.children
-    )
+    return _set_ahead(token.head) == "Pres"
+
+
+def _set_ahead(head: Token) -> str:
+    """The tense of the "be" in "is going to", "was scheduled to", "is set to"
+    (a note's "Scheduled to launch" has none and tells the present); "" when
+    `head` is none of these."""
+    lemma = head.lemma_.lower()
+    going = lemma == "go" and head.tag_ == "VBG"
+    if not (going or (head.lower_ in _SET_FOR_LATER and head.tag_ == "VBN")):
+        return ""
+    be = [c for c in head.children if c.dep_ in {"aux", "auxpass"} and c.lemma_ == "be"]
+    if not be:
+        return "" if going or head.dep_ != "ROOT" else "Pres"
+    tense = be[0].morph.get("Tense", [])
+    return str(tense[0]) if tense else ""
+
+
+# Passives that set an act for a time to come ("is scheduled to launch", "is
+# slated to open", "is set to graduate"), as written: "slated" lemmatises to "slat".
+_SET_FOR_LATER: Final = frozenset({"scheduled", "slated", "set"})
 
 
 # What makes a perfect say a fact still holds: "for five years", "since 2019",
@@ -460,6 +477,8 @@ def _frame_verb(token: Token) -> str:
         return "consider"  # "is thinking of cancelling" = "is considering cancelling"
     if lemma == "look" and _to_infinitive(token) is not None:
         return "intend"  # "is looking to buy" = "intends to buy" (not "looks forward to")
+    if _set_ahead(token) == "Past" and _to_infinitive(token) is not None:
+        return "should"  # "was going to quit", "was scheduled to launch": it may not have
     if lemma in _FRAME_VERBS:
         return lemma
     low = token.text.lower()
@@ -2308,17 +2327,36 @@ def _told_as_todo(token: Token) -> bool:
 def _due_and_done(
     a: AlignedText, b: AlignedText, left: Sequence[Word], right: Sequence[Word]
 ) -> GuardVeto | None:
-    """ "due" on one side only, and on the other a verb only it has told as done:
-    a deadline against the act ("Thesis draft due by March 1" / "Submitted the
-    thesis draft on March 1", "deposit due" / "deposit paid"), a light verb
-    too, which is never left unmatched ("MOT due 12 Sept" / "MOT done 12 Sept")."""
+    """ "due" or "scheduled" on one side only, and on the other a verb only it
+    has told as done: a deadline or a booking against the act ("Thesis draft
+    due by March 1" / "Submitted the thesis draft on March 1", "deposit due" /
+    "deposit paid", "surgery is scheduled for May 2" / "had surgery on May 2"),
+    a light verb too, which is never left unmatched ("MOT due 12 Sept" / "MOT
+    done 12 Sept", "the surgery was on May 2")."""
     for due, done, done_text in ((left, right, b), (right, left, a)):
-        if any(w.key == "due" and w.pos == "ADJ" for w in due):
+        set_for = next((w for w in due if _set_for_a_time(w)), None)
+        if set_for is None:
+            continue
+        if set_for.key == "due":
             light = [w for w in done_text.words if w.light and w.done]
-            acts = [w.key for w in (*done, *light) if w.done]
-            if acts:
-                return _veto("time_change", f"'due' vs '{acts[0]}' done")
+        elif any(_set_for_a_time(w) for w in done_text.words):
+            continue  # "planned for April" / "scheduled April": both set a time
+        else:
+            # Not a verb that frames a clause both texts tell ("the decision
+            # unnerved officials ... before the balloting is scheduled to begin").
+            light = [w for w in done_text.words if w.key in _LIGHT_VERBS and w.done]
+        acts = [w.key for w in (*done, *light) if w.done]
+        if acts:
+            return _veto("time_change", f"'{set_for.key}' vs '{acts[0]}' done")
     return None
+
+
+def _set_for_a_time(word: Word) -> bool:
+    """ "due", "scheduled", "planned for": a time an act is set for, which says
+    nothing of whether it has happened."""
+    if word.key == "due":
+        return word.pos == "ADJ"
+    return word.pos == "VERB" and (word.key == "schedule" or _scheduled(word))
 
 
 def _root_tense(
@@ -2578,9 +2616,13 @@ def _verb_form_changed(x: Word, y: Word) -> GuardVeto | None:
         and not _note_of_a_passive(x, y)
     ):
         return _veto("time_change", f"'{x.key}': {x.tense} vs {y.tense}")
-    # "pay via Direct Pay" / "paid via Direct Pay": a task against the act done.
+    # "pay via Direct Pay" / "paid via Direct Pay": a task against the act done;
+    # "is slated to launch" / "the app launched" (a participle, of no tense): the
+    # future against it.
     if (x.todo and y.done) or (y.todo and x.done):
         return _veto("time_change", f"'{x.key}': to do vs done")
+    if (x.tense == "Fut" and y.done) or (y.tense == "Fut" and x.done):
+        return _veto("time_change", f"'{x.key}': Fut vs done")
     if x.key == y.key and (_note_past(x, y) or _note_past(y, x)):
         return _veto("time_change", f"'{x.key}': done vs {x.tense or y.tense}")
     return None

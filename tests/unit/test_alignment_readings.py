@@ -352,6 +352,11 @@ def test_a_list_joined_by_a_comma_or_and_stays_equivalent(aligner: PairAligner) 
     [
         # "is going to" is the future: against the act done
         ("User is going to sell the boat", "User sold the boat", "time_change"),
+        # "is scheduled to" is the future too; "was going to", a plan that may
+        # not have held; a time set for an event, against the event told as done
+        ("The gallery is scheduled to reopen in May", "The gallery reopened in May", "time_change"),
+        ("Ines was going to adopt a puppy", "Ines adopted a puppy", "time_change"),
+        ("The hearing is scheduled for June 4", "The hearing was on June 4", "time_change"),
         ("Paid for the lamp for Omar", "Paid for the lamp from Omar", "role_change"),
         ("The cat sleeps inside", "The cat sleeps outside", "value_change"),
         ("Invoice is due by the 10th", "Invoice is due after the 10th", "role_change"),
@@ -369,6 +374,10 @@ def test_conditions_futures_and_places_told_otherwise(
         ("User would rather take the train", "User prefers to take the train"),
         ("I'd like a quiet desk", "User would like a quiet desk"),
         ("User is going to sell the boat", "User will sell the boat"),
+        ("The gallery is slated to reopen in May", "The gallery will reopen in May"),
+        ("The hearing is scheduled for June 4", "The hearing is on June 4"),
+        # both set a time: neither tells the event done
+        ("Repairs planned for March", "Repairs scheduled for March, paid in full"),
     ],
 )
 def test_wishes_and_the_future_told_otherwise_are_no_time_change(
