@@ -1883,6 +1883,7 @@ def _beyond_words(
         or _named_one_made_owner(a, b, matched)
         or _user_left_out_as_doer(a, b, matched)
         or _event_planned_then_done(a, b, matched)
+        or _decided_then_done(matched, left, right)
         or _amount_scope_changed(a, b)
         or _count_changed(matched)
     )
@@ -2237,6 +2238,40 @@ def _event_planned_then_done(
                     "time_change", f"'{noun.key}': {governing.key} ({governing.tense}) vs done"
                 )
     return None
+
+
+def _decided_then_done(
+    matched: Sequence[tuple[Word, Word]], left: Sequence[Word], right: Sequence[Word]
+) -> GuardVeto | None:
+    """A verb that a decision, a promise or a preference governs in one text
+    only ("decided to sell the house", "agreed to host Thanksgiving", "prefers
+    to take the train"), told as done in the other ("sold the house", "took
+    the train"): what was decided may not have happened, and one act is no
+    preference. Not against the act still to come ("is going to sell", "will
+    host")."""
+    for x, y in matched:
+        for framed, other, unmatched in ((x, y, left), (y, x, right)):
+            if framed.pos != "VERB" or framed.dep != "xcomp":
+                continue
+            governing = framed.head_key
+            if governing not in _COMMIT_OR_FAVOUR_VERBS or not any(
+                w.key == governing for w in unmatched
+            ):
+                continue
+            # A main verb in the past tense: a note's participle may tell the plan
+            # itself, and the tagger reads an arrow's as past ("v1 API ->
+            # deprecated 30/06").
+            if other.tense == "Past" and other.dep in {"ROOT", "conj"}:
+                return _veto("time_change", f"'{framed.key}': {governing} vs done")
+    return None
+
+
+# Verbs that commit to an act or favour it without telling it done ("decided to
+# move", "promised to call", "likes to cook"), unlike "managed to", which tells it.
+_COMMIT_OR_FAVOUR_VERBS: Final = frozenset(
+    {"decide", "agree", "promise", "vow", "pledge", "volunteer", "threaten", "arrange", "resolve",
+     "prefer", "like", "love", "enjoy"}
+)  # fmt: skip
 
 
 def _tells_a_wish(words: Sequence[Word]) -> bool:

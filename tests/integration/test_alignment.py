@@ -688,12 +688,14 @@ SET_AHEAD_STORED = [
     event("m2", "User was going to sell her piano"),
     event("m3", "User's knee surgery is scheduled for April 9"),
     event("m4", "Project Atlas is scheduled to launch in March"),
+    event("m5", "The landlord agreed to replace the boiler"),
 ]
 SET_AHEAD = [
     event("n1", "The mobile app launched in June"),
     event("n2", "User sold her piano"),
     event("n3", "User had knee surgery on April 9"),
     event("n4", "Project Atlas will launch in March"),
+    event("n5", "The landlord replaced the boiler"),
 ]
 
 
@@ -701,13 +703,15 @@ async def test_an_act_set_for_later_against_the_act_done_is_kept_apart(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
     # Each was merged: "is slated to" and "is scheduled to" read as no tense,
-    # "was going to" as the act itself, and "scheduled for" as a detail.
+    # "was going to" and "agreed to" as the act itself, and "scheduled for" as
+    # a detail.
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
     decisions = await decide_after_stored(settings, real_embedder, SET_AHEAD_STORED, SET_AHEAD)
     expected = {
         "n1": ("m1", "time_change: 'launch': Fut vs done"),
         "n2": ("m2", "time_change: 'sell': 'should' vs ''"),
         "n3": ("m3", "time_change: 'schedule' vs 'have' done"),
+        "n5": ("m5", "time_change: 'replace': agree vs done"),
     }
     for new, (stored, detail) in expected.items():
         kept = assert_kept_apart(decisions, new, from_=stored, guard="alignment")

@@ -357,6 +357,10 @@ def test_a_list_joined_by_a_comma_or_and_stays_equivalent(aligner: PairAligner) 
         ("The gallery is scheduled to reopen in May", "The gallery reopened in May", "time_change"),
         ("Ines was going to adopt a puppy", "Ines adopted a puppy", "time_change"),
         ("The hearing is scheduled for June 4", "The hearing was on June 4", "time_change"),
+        # a decision, a promise or a preference told against the act done
+        ("Omar decided to repaint the shed", "Omar repainted the shed", "time_change"),
+        ("Lucia promised to return the drill", "Lucia returned the drill", "time_change"),
+        ("User loves to cook Thai food", "User cooked Thai food", "time_change"),
         ("Paid for the lamp for Omar", "Paid for the lamp from Omar", "role_change"),
         ("The cat sleeps inside", "The cat sleeps outside", "value_change"),
         ("Invoice is due by the 10th", "Invoice is due after the 10th", "role_change"),
@@ -376,6 +380,9 @@ def test_conditions_futures_and_places_told_otherwise(
         ("User is going to sell the boat", "User will sell the boat"),
         ("The gallery is slated to reopen in May", "The gallery will reopen in May"),
         ("The hearing is scheduled for June 4", "The hearing is on June 4"),
+        # a decision against the act still to come, and an act told as done
+        ("Omar decided to repaint the shed", "Omar is going to repaint the shed"),
+        ("Omar managed to repaint the shed", "Omar repainted the shed"),
         # both set a time: neither tells the event done
         ("Repairs planned for March", "Repairs scheduled for March, paid in full"),
     ],
