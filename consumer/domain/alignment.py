@@ -2664,8 +2664,8 @@ def _verb_form_changed(x: Word, y: Word) -> GuardVeto | None:
 
 
 def _note_past(note: Word, other: Word) -> bool:
-    """ "Worked as a nurse" / "Works as a nurse": a note's main verb with neither
-    subject nor auxiliary, tagged a participle (so of no tense), tells the past,
+    """ "Worked as a nurse" / "Works as a nurse": a main verb with no auxiliary,
+    tagged a participle (so of no tense; `_past_in_a_note`), tells the past,
     against the same verb in the present. Not a passive state told in full
     ("Based in Berlin" / "Is based in Berlin"), nor a participle that qualifies
     a noun ("a boiler serviced in October"), nor an event against its present
@@ -2676,9 +2676,13 @@ def _note_past(note: Word, other: Word) -> bool:
 
 
 def _past_in_a_note(word: Word) -> bool:
-    """A note's main verb told as done with neither subject nor auxiliary, of no
-    tense (the tagger read a participle): "Worked as a nurse"."""
-    return word.done and word.subjectless and not word.tense and word.dep == "ROOT"
+    """A main verb told as done with no auxiliary, of no tense (the tagger read
+    a participle): a note's "Worked as a nurse", or "User's lease renewed in
+    January", a past the tagger misread."""
+    # With a subject, not where the past is spelled as the verb: "with features
+    # read from Feast" is parsed as a clause of its own.
+    spelled_past = word.subjectless or word.text != word.key
+    return word.done and not word.tense and word.dep == "ROOT" and spelled_past
 
 
 def _told_in_the_passive(word: Word) -> bool:
@@ -3087,8 +3091,7 @@ def _quantity_owners(token: Token) -> frozenset[str]:
         if head.i == current.i:
             break
         if head.pos_ in {"VERB", "AUX"}:
-            if head.lemma_ == "be":
-                owners |= _told_of(head)
+            owners |= _told_of(head)
             break
         if current.dep_ == "conj":
             break
@@ -3114,7 +3117,12 @@ def _traded_between_clauses(
     than once are left out: which clause each stands in is then unknown."""
     twice = {k for text in (a, b) for k, n in Counter(w.key for w in text.words).items() if n > 1}
     once = [(x, y) for x, y in matched if x.key not in twice and x.pos in _TOLD_OF_POS]
-    return _subject_traded(a, b, once) or _time_traded(once) or _quantities_traded(a, b)
+    return (
+        _subject_traded(a, b, once)
+        or _time_traded(once)
+        or _verbs_traded(a, b, once)
+        or _quantities_traded(a, b)
+    )
 
 
 def _subject_traded(
@@ -3150,6 +3158,25 @@ def _time_traded(once: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
     for (was, now), x in moved.items():
         if (now, was) in moved:
             return _veto("time_change", f"'{x.key}' told as '{was}' vs '{now}'")
+    return None
+
+
+def _verbs_traded(
+    a: AlignedText, b: AlignedText, once: Sequence[tuple[Word, Word]]
+) -> GuardVeto | None:
+    """Two words that trade the verbs they hang on, both verbs in both texts:
+    "After leaving Google, joined Stripe" / "Left Stripe and joined Google"."""
+    verbs = {w.key for w in a.words if w.pos == "VERB"} & {
+        w.key for w in b.words if w.pos == "VERB"
+    }
+    moved = {
+        (x.head_key, y.head_key): x
+        for x, y in once
+        if x.head_key != y.head_key and x.head_key in verbs and y.head_key in verbs
+    }
+    for (was, now), x in moved.items():
+        if (now, was) in moved:
+            return _veto("role_change", f"'{x.key}' told under '{was}' vs '{now}'")
     return None
 
 

@@ -1008,3 +1008,38 @@ async def test_what_two_subjects_clauses_or_choices_trade_is_kept_apart(
     # n7 (cosine 1.00) was merged: the ages traded between the two children.
     kept = assert_kept_apart(decisions, "n7", from_="m7", guard="alignment")
     assert kept["guard"]["detail"] == "value_change: '7' and '4' traded"
+
+
+THROUGH_VERBS_STORED = [
+    event("m1", "After leaving Shopify, user joined Stripe"),
+    event("m2", "The old gate code ends in 4411; the new one ends in 9023"),
+    event("m3", "User's lease renews every January"),
+    event("m4", "After leaving Shopify, user joined Stripe", namespace="career"),
+]
+THROUGH_VERBS = [
+    event("n1", "User left Stripe and joined Shopify"),
+    event("n2", "The old gate code ends in 9023; the new one ends in 4411"),
+    event("n3", "User's lease renewed in January"),
+    event("n4", "User left Shopify and joined Stripe", namespace="career"),
+]
+
+
+async def test_what_two_clauses_trade_through_their_verbs_is_kept_apart(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    # Each was merged: the employers traded the verbs they hang on, the codes the
+    # subjects of their verbs, and "renewed" was read as a participle of no tense.
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(
+        settings, real_embedder, THROUGH_VERBS_STORED, THROUGH_VERBS
+    )
+    expected = {
+        "n1": ("m1", "role_change: 'shopify' told under 'leave' vs 'join'"),
+        "n2": ("m2", "value_change: '4411' and '9023' traded"),
+        "n3": ("m3", "time_change: 'renew': done vs Pres"),
+    }
+    for new, (stored, detail) in expected.items():
+        kept = assert_kept_apart(decisions, new, from_=stored, guard="alignment")
+        assert kept["guard"]["detail"] == detail, new
+    # The same two clauses told in another way: one fact.
+    assert_folded(decisions, "n4", into="m4", outcomes=("merged",))

@@ -357,6 +357,8 @@ def test_a_list_joined_by_a_comma_or_and_stays_equivalent(aligner: PairAligner) 
         ("The gallery is scheduled to reopen in May", "The gallery reopened in May", "time_change"),
         ("Ines was going to adopt a puppy", "Ines adopted a puppy", "time_change"),
         ("The hearing is scheduled for June 4", "The hearing was on June 4", "time_change"),
+        # a past the tagger reads as a participle, against a habit
+        ("Nadia's lease renews every August", "Nadia's lease renewed in August", "time_change"),
         # a decision, a promise or a preference told against the act done
         ("Omar decided to repaint the shed", "Omar repainted the shed", "time_change"),
         ("Lucia promised to return the drill", "Lucia returned the drill", "time_change"),
@@ -958,6 +960,12 @@ def test_a_word_told_of_another_subject_both_texts_have_is_a_role_change(
         ("Repo has 84% test coverage; the target is 90%.", "Repo has 84% test target; the coverage is 90%.", ["value_change"] * 2),
         ("User has two children: Maya, age 7, and Leo, age 4", "User has two children: Leo, age 4, and Maya, age 7", [None, None]),
         ("Repo has 84% test coverage; the target is 90%.", "The target is 90%; the repo has 84% test coverage.", [None, None]),
+        # quantities told of the subjects of their verbs
+        ("The home PIN ends in 2580; the office PIN ends in 7731", "The home PIN ends in 7731; the office PIN ends in 2580", ["value_change"] * 2),
+        ("The home PIN ends in 2580; the office PIN ends in 7731", "The office PIN ends in 7731; the home PIN ends in 2580", [None, None]),
+        # two words that trade the verbs they hang on
+        ("After leaving Deloitte, Amara joined KPMG", "Amara left KPMG and joined Deloitte", ["role_change"] * 2),
+        ("After leaving Deloitte, Amara joined KPMG", "Amara left Deloitte and joined KPMG", [None, None]),
     ],
 )  # fmt: skip
 def test_what_two_clauses_tell_traded_in_time_choice_or_amount_is_kept_apart(
