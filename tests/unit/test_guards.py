@@ -491,8 +491,14 @@ ANTONYM_AND_AGAINST_VETO = [
     ("The repo has above 300 open issues", "The repo has below 300 open issues"),
     ("Stretches at least 10 minutes a day", "Stretches at most 10 minutes a day"),
     ("Trains at an indoor track", "Trains at an outdoor track"),
+    # a stance, for and against
+    ("Priya is in favour of the office move", "Priya opposes the office move"),
+    ("The board supports the rebrand", "The board is against the rebrand"),
 ]  # fmt: skip
 ANTONYM_PASS = [
+    # both poles in one text, one of them in the other: no pole traded
+    ("Fights against the cartel and those who support it", "Fights against the cartel"),
+    ("User attends standup and skips the retro", "User skips the retro"),
     ("The gym is not open on Sundays", "The gym is closed on Sundays"),
     ("Grandma is over 90", "Grandma is above 90"),
     ("The gym is open on Sundays", "The gym opens on Sundays"),

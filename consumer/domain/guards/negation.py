@@ -105,6 +105,10 @@ _ANTONYM_GROUPS: Final[tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]] = (
     (("at least",), ("at most",)),
     (("indoor", "indoors"), ("outdoor", "outdoors")),
     (("old", "older"), ("new", "newer", "young", "younger")),
+    # a stance: "is in favour of the merger" / "opposes the merger", "is against it"
+    (("support", "supports", "supported", "supporting", "favor", "favour", "favors", "favours",
+      "favored", "favoured"),
+     ("oppose", "opposes", "opposed", "opposing", "against")),
 )  # fmt: skip
 
 _AGAINST_STEMS: Final = frozenset(_stem(w) for w in _AGAINST_VERBS)
@@ -162,9 +166,10 @@ def _negation_veto(a: _Words, b: _Words) -> GuardVeto | None:
     "is vegetarian" / "doesn't eat meat" (no shared words) is not vetoed.
 
     Antonyms without a cue (a short list of groups: "open" / "closed", "attend" /
-    "skip", "happening" / "cancelled", "enable" / "disable", "light" / "dark", ...)
-    count as one negation when both texts use the group with different poles, so
-    "is open" / "is closed" vetoes and "is not open" / "is closed" does not.
+    "skip", "happening" / "cancelled", "enable" / "disable", "light" / "dark",
+    "support" / "oppose", ...) count as one negation when both texts use the group,
+    each with a pole the other lacks, so "is open" / "is closed" vetoes, "is not
+    open" / "is closed" does not, nor does a text with both poles against one.
     "decided / voted / advised against" is a cue.
 
     Limitations: no scope, so "doesn't dislike coffee" / "likes coffee" vetoes
@@ -226,10 +231,14 @@ def _prefix_negations(text: _Words, other: _Words) -> list[str]:
 
 
 def _antonym_clashes(a: _Words, b: _Words) -> list[int]:
-    """Antonym groups both texts use, with different poles ("open" / "closed")."""
+    """Antonym groups both texts use, each with a pole the other lacks ("open" /
+    "closed"; not "fighting against the group and those who support it" /
+    "fighting against the band", where one text has both)."""
     if not a.poles or not b.poles:
         return []
     groups = {g for g, _ in a.poles} & {g for g, _ in b.poles}
     return sorted(
-        g for g in groups if {p for h, p in a.poles if h == g} != {p for h, p in b.poles if h == g}
+        g
+        for g in groups
+        if {p for h, p in a.poles if h == g}.isdisjoint({p for h, p in b.poles if h == g})
     )
