@@ -7,7 +7,7 @@ verifier, cross-encoder).
 Usage::
 
     python bench/skip_variants.py [--pairs-dir bench/pairs/memory] [--variants 8000]
-                                 [--trades] [--seed 0] [--show 20] [--json FILE]
+                                 [--trades | --frames] [--seed 0] [--show 20] [--json FILE]
 
 The variants carry no labels: a few say the same, some are ungrammatical. What
 counts is how many in the skip band (cosine >= the skip threshold) are skipped:
@@ -20,6 +20,13 @@ names, adjectives, numbers) traded instead ("Maya, age 7, and Leo, age 4" ->
 side, one a list's word of the other, or one the other's head. What counts is
 how many in the merge band are merged or skipped. Many such variants are
 garbled English; some say the same ("in Leeds in March" / "in March in Leeds").
+
+``--frames``: each text whose main verb is told plainly, with that verb put
+under one frame in the past ("moved to Lyon" -> "planned to move to Lyon",
+"decided to move", "was going to move", "used to", "was scheduled to", ...).
+What counts is how many in the merge band are merged: against an act told as
+done, each frame says it may not have happened; against a state that holds, a
+decision ("decided to use pytest" / "uses pytest") may say the same.
 """
 
 from __future__ import annotations
@@ -137,6 +144,47 @@ def trades(texts: Sequence[str], limit: int, seed: int) -> list[tuple[str, str, 
     return found[:limit]
 
 
+# Frames a main verb is put under: each says the act may not hold now, or was
+# never done ("moved to Lyon" -> "planned to move to Lyon"). In the past, so that
+# none agrees with its subject.
+FRAMES: tuple[str, ...] = (
+    "used to", "planned to", "wanted to", "hoped to", "decided to", "promised to",
+    "agreed to", "tried to", "offered to", "was going to", "was scheduled to",
+)  # fmt: skip
+
+
+def framed(texts: Sequence[str], limit: int, seed: int) -> list[tuple[str, str, str]]:
+    """(text, variant, frame) for each text whose main verb is told plainly (no
+    negation, no passive, no frame of its own), with the verb and its
+    auxiliaries put under one frame of `FRAMES` (`--frames`), shuffled with
+    `seed`, the first `limit`."""
+    from consumer.domain.alignment import load_parser
+
+    rng = random.Random(seed)
+    found = []
+    for doc, text in zip(load_parser().pipe(texts), texts, strict=True):
+        root = next((t for t in doc if t.dep_ == "ROOT"), None)
+        if root is None or root.pos_ not in {"VERB", "AUX"} or root.tag_ in {"VB", "VBG"}:
+            continue
+        if any(c.dep_ in {"neg", "auxpass", "xcomp", "ccomp"} for c in root.children):
+            continue
+        told = sorted([c for c in root.children if c.dep_ == "aux"] + [root], key=lambda t: t.i)
+        if told[-1].i - told[0].i != len(told) - 1:
+            continue  # an auxiliary apart from its verb ("has she moved")
+        start, end = told[0].idx, root.idx + len(root.text)
+        joined = start > 0 and text[start - 1].isalnum()  # "I've got" -> "I was ..."
+        frame = rng.choice(FRAMES)
+        if frame.startswith("was ") and root.morph.get("Number", []) == ["Plur"]:
+            frame = "were" + frame[3:]
+        verb = root.lemma_.lower()
+        variant = text[:start] + (" " if joined else "") + f"{frame} {verb}" + text[end:]
+        if start == 0:
+            variant = variant[0].upper() + variant[1:]
+        found.append((text, variant, frame.replace("were ", "was ")))
+    rng.shuffle(found)
+    return found[:limit]
+
+
 async def similarities(pairs: Sequence[LabelledPair], settings: Any) -> list[float]:
     """Cosine of each pair with the consumer's embedding model."""
     from consumer.embedding.embedders import load_embedder
@@ -152,7 +200,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--pairs-dir", type=Path, default=MEMORY_PAIRS_DIR)
     parser.add_argument("--variants", type=int, default=8000)
-    parser.add_argument("--trades", action="store_true", help="trade two words instead")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--trades", action="store_true", help="trade two words instead")
+    mode.add_argument("--frames", action="store_true", help="frame the main verb instead")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--show", type=int, default=20, help="skipped variants to print")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
@@ -163,10 +213,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(level="WARNING", fmt="console")
     settings = load_settings()
     bands = policy_from_settings(settings.dedup).default
-    generate = trades if args.trades else variants
+    generate = trades if args.trades else framed if args.frames else variants
     rows = generate(tuning_texts(args.pairs_dir), args.variants, args.seed)
-    # A traded fact merged loses nothing but is a false merge: the merge band counts.
-    floor = bands.merge_threshold if args.trades else bands.duplicate_threshold
+    # A traded or framed fact merged loses nothing but is a false merge: the merge
+    # band counts.
+    merge_band = args.trades or args.frames
+    floor = bands.merge_threshold if merge_band else bands.duplicate_threshold
     pairs = [LabelledPair(existing=text, new=variant, duplicate=False) for text, variant, _ in rows]
     scores = asyncio.run(similarities(pairs, settings))
     aligner = PairAligner() if settings.dedup.alignment_enabled else None
@@ -195,13 +247,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         by_change.setdefault(change, Counter())[decision] += 1
         if decision == "skipped":
             skipped[change] += 1
-        reported = decision == "skipped" or (args.trades and decision == "merged")
+        reported = decision == "skipped" or (merge_band and decision == "merged")
         if reported and shown < args.show:
             print(f"{decision} ({change}, cosine {score:.3f}): {text!r} / {variant!r}")
             shown += 1
     band = sum(outcomes.values())
     print(
-        f"\n{len(rows)} variants, {band} in the {'merge' if args.trades else 'skip'} band "
+        f"\n{len(rows)} variants, {band} in the {'merge' if merge_band else 'skip'} band "
         f"(cosine >= {floor:g}): {outcomes['skipped']} skipped, "
         f"{outcomes['merged']} merged, {outcomes['accepted']} kept apart"
     )
@@ -216,6 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "band_by_change": {change: dict(counts) for change, counts in by_change.items()},
             "seed": args.seed,
             "trades": args.trades,
+            "frames": args.frames,
         }
         args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
     return 0

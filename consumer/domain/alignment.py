@@ -520,10 +520,11 @@ def _framed_by_preposition(token: Token) -> Token | None:
 
 
 def _to_infinitive(token: Token) -> Token | None:
-    """The verb `token` governs as "to" + verb ("buy" of "looking to buy"), else None."""
+    """The verb `token` governs as "to" + verb ("buy" of "looking to buy", "be"
+    of "was scheduled to be"), else None."""
     for child in token.children:
         infinitive = any(c.dep_ == "aux" and c.lower_ == "to" for c in child.children)
-        if child.dep_ == "xcomp" and child.pos_ == "VERB" and infinitive:
+        if child.dep_ == "xcomp" and child.pos_ in {"VERB", "AUX"} and infinitive:
             return child
     return None
 

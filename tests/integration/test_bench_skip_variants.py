@@ -91,3 +91,44 @@ def test_trades_swap_two_words_of_one_part_of_speech_and_keep_apart_what_traded(
     assert traded.get("accepted", 0) >= 1
     assert "merged" not in traded
     assert "skipped" not in traded
+
+
+def test_frames_put_the_main_verb_under_a_frame_and_keep_apart_the_act_done(
+    tmp_path: Path,
+) -> None:
+    pairs = tmp_path / "pairs"
+    pairs.mkdir()
+    done = [
+        "The team migrated the build to GitHub Actions in May",
+        "Lena repainted the garden fence last weekend",
+        "User sold the old Volvo to a neighbour in March",
+    ]
+    write_duplicates(
+        pairs / "a.jsonl",
+        [
+            (done[0], done[1], "train"),
+            (done[2], "User does not drink coffee", "dev"),
+            ("The fence was repainted by Lena", "Swims in Leeds on Mondays", "test"),
+        ],
+    )
+    bench = _bench()
+    found = bench.framed(bench.tuning_texts(pairs), 100, 0)
+    # a negated main verb is left as it is, and a test text is never read
+    assert sorted(text for text, _, _ in found) == sorted(done)
+    for _, variant, frame in found:
+        assert frame in bench.FRAMES
+        assert f" {frame} " in f" {variant[0].lower()}{variant[1:]}"
+    assert any(
+        variant.endswith("migrate the build to GitHub Actions in May") for _, variant, _ in found
+    )
+
+    out = tmp_path / "frames.json"
+    assert (
+        bench.main(["--pairs-dir", str(pairs), "--frames", "--show", "0", "--json", str(out)]) == 0
+    )
+    figures = json.loads(out.read_text(encoding="utf-8"))
+    assert figures["frames"] is True
+    assert figures["variants"] == len(found)
+    # an act told as done, against its frame (a plan, a wish, a decision): kept apart
+    assert figures["outcomes"].get("accepted", 0) >= 1
+    assert set(figures["outcomes"]) == {"accepted"}
