@@ -3165,15 +3165,17 @@ def _time_traded(once: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
 def _verbs_traded(
     a: AlignedText, b: AlignedText, once: Sequence[tuple[Word, Word]]
 ) -> GuardVeto | None:
-    """Two words that trade the verbs they hang on, both verbs in both texts:
-    "After leaving Google, joined Stripe" / "Left Stripe and joined Google"."""
+    """Two words that trade the verbs they hang on (through a preposition too),
+    both verbs in both texts: "After leaving Google, joined Stripe" / "Left
+    Stripe and joined Google", "graduated in May and starts work in June" /
+    "graduated in June and starts work in May"."""
     verbs = {w.key for w in a.words if w.pos == "VERB"} & {
         w.key for w in b.words if w.pos == "VERB"
     }
     moved = {
-        (x.head_key, y.head_key): x
+        (x.anchor, y.anchor): x
         for x, y in once
-        if x.head_key != y.head_key and x.head_key in verbs and y.head_key in verbs
+        if x.anchor != y.anchor and x.anchor in verbs and y.anchor in verbs
     }
     for (was, now), x in moved.items():
         if (now, was) in moved:

@@ -1015,20 +1015,23 @@ THROUGH_VERBS_STORED = [
     event("m2", "The old gate code ends in 4411; the new one ends in 9023"),
     event("m3", "User's lease renews every January"),
     event("m4", "After leaving Shopify, user joined Stripe", namespace="career"),
+    event("m5", "User's son graduated in May and starts work in June"),
 ]
 THROUGH_VERBS = [
     event("n1", "User left Stripe and joined Shopify"),
     event("n2", "The old gate code ends in 9023; the new one ends in 4411"),
     event("n3", "User's lease renewed in January"),
     event("n4", "User left Shopify and joined Stripe", namespace="career"),
+    event("n5", "User's son graduated in June and starts work in May"),
 ]
 
 
 async def test_what_two_clauses_trade_through_their_verbs_is_kept_apart(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
-    # Each was merged: the employers traded the verbs they hang on, the codes the
-    # subjects of their verbs, and "renewed" was read as a participle of no tense.
+    # Each was merged: the employers and the months traded the verbs they hang
+    # on, the codes the subjects of their verbs, and "renewed" was read as a
+    # participle of no tense.
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
     decisions = await decide_after_stored(
         settings, real_embedder, THROUGH_VERBS_STORED, THROUGH_VERBS
@@ -1037,6 +1040,7 @@ async def test_what_two_clauses_trade_through_their_verbs_is_kept_apart(
         "n1": ("m1", "role_change: 'shopify' told under 'leave' vs 'join'"),
         "n2": ("m2", "value_change: '4411' and '9023' traded"),
         "n3": ("m3", "time_change: 'renew': done vs Pres"),
+        "n5": ("m5", "role_change: 'may' told under 'graduate' vs 'start'"),
     }
     for new, (stored, detail) in expected.items():
         kept = assert_kept_apart(decisions, new, from_=stored, guard="alignment")

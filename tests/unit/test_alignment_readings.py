@@ -971,6 +971,7 @@ def test_a_word_told_of_another_subject_both_texts_have_is_a_role_change(
         # two words that trade the verbs they hang on
         ("After leaving Deloitte, Amara joined KPMG", "Amara left KPMG and joined Deloitte", ["role_change"] * 2),
         ("After leaving Deloitte, Amara joined KPMG", "Amara left Deloitte and joined KPMG", [None, None]),
+        ("Amara's son graduated in May and starts work in June", "Amara's son graduated in June and starts work in May", ["role_change"] * 2),
     ],
 )  # fmt: skip
 def test_what_two_clauses_tell_traded_in_time_choice_or_amount_is_kept_apart(
