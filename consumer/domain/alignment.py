@@ -408,8 +408,8 @@ def _going_to(token: Token) -> bool:
 
 def _set_ahead(head: Token) -> str:
     """The tense of the "be" in "is going to", "was scheduled to", "is set to"
-    (a note's "Scheduled to launch" has none and tells the present); "" when
-    `head` is none of these."""
+    (a note's "Scheduled to launch" has none and tells the present; "going"
+    with none is left alone); "" when `head` is none of these."""
     lemma = head.lemma_.lower()
     going = lemma == "go" and head.tag_ == "VBG"
     if not (going or (head.lower_ in _SET_FOR_LATER and head.tag_ == "VBN")):
@@ -478,7 +478,7 @@ def _frame_verb(token: Token) -> str:
     if lemma == "look" and _to_infinitive(token) is not None:
         return "intend"  # "is looking to buy" = "intends to buy" (not "looks forward to")
     if _set_ahead(token) == "Past" and _to_infinitive(token) is not None:
-        return "should"  # "was going to quit", "was scheduled to launch": it may not have
+        return "should"  # "was going to quit", "was scheduled to launch": it may not have held
     if lemma in _FRAME_VERBS:
         return lemma
     low = token.text.lower()
@@ -3082,9 +3082,10 @@ def _told_when(head: Token | None) -> str:
 
 def _quantity_owners(token: Token) -> frozenset[str]:
     """The nouns a quantity's chain of heads passes up to its clause, and the
-    subject of a copula it completes: "Leo, age 4" -> {"age", "leo"}, "the
-    target is 90%" -> {"%", "target"}. A list's later word ends the chain
-    ("Maya, age 7, and Leo, age 4": Leo's, not Maya's)."""
+    subject of the verb the chain reaches: "Leo, age 4" -> {"age", "leo"}, "the
+    target is 90%" -> {"%", "target"}, "the old code ends in 4411" -> {"old
+    code"}. A list's later word ends the chain ("Maya, age 7, and Leo, age 4":
+    Leo's, not Maya's)."""
     owners: set[str] = set()
     current = token
     for _ in range(8):  # a quantity sits a few heads below its clause
