@@ -20,6 +20,15 @@ def _bench() -> Any:
     return import_script("skip_variants", "bench")
 
 
+def _figures(bench: Any, pairs: Path, *mode: str) -> dict[str, Any]:
+    """The bench's JSON figures on the pair files in `pairs`."""
+    out = pairs.parent / "figures.json"
+    argv = ["--pairs-dir", str(pairs), *mode, "--show", "0", "--json", str(out)]
+    assert bench.main(argv) == 0
+    figures: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return figures
+
+
 def test_variants_of_tuning_texts_change_one_small_word(tmp_path: Path) -> None:
     pairs = tmp_path / "pairs"
     pairs.mkdir()
@@ -40,9 +49,7 @@ def test_variants_of_tuning_texts_change_one_small_word(tmp_path: Path) -> None:
     assert ("Rides the tram or the bus", "Rides the tram and the bus", "or -> and") in found
     assert all(text in texts for text, _, _ in found)
 
-    out = tmp_path / "variants.json"
-    assert bench.main(["--pairs-dir", str(pairs), "--show", "0", "--json", str(out)]) == 0
-    figures = json.loads(out.read_text(encoding="utf-8"))
+    figures = _figures(bench, pairs)
     assert figures["variants"] == len(found)
     assert sum(figures["outcomes"].values()) == figures["in_skip_band"]
     # "if" / "unless" turns the condition around: in the skip band, never skipped.
@@ -79,11 +86,7 @@ def test_trades_swap_two_words_of_one_part_of_speech_and_keep_apart_what_traded(
     assert all(text in texts and text != variant for text, variant, _ in found)
     assert not any("Leeds" in variant for _, variant, _ in found)
 
-    out = tmp_path / "trades.json"
-    assert (
-        bench.main(["--pairs-dir", str(pairs), "--trades", "--show", "0", "--json", str(out)]) == 0
-    )
-    figures = json.loads(out.read_text(encoding="utf-8"))
+    figures = _figures(bench, pairs, "--trades")
     assert figures["trades"] is True
     assert figures["variants"] == len(found)
     # the cities traded between what was and what is: in the merge band, kept apart
@@ -122,11 +125,7 @@ def test_frames_put_the_main_verb_under_a_frame_and_keep_apart_the_act_done(
         variant.endswith("migrate the build to GitHub Actions in May") for _, variant, _ in found
     )
 
-    out = tmp_path / "frames.json"
-    assert (
-        bench.main(["--pairs-dir", str(pairs), "--frames", "--show", "0", "--json", str(out)]) == 0
-    )
-    figures = json.loads(out.read_text(encoding="utf-8"))
+    figures = _figures(bench, pairs, "--frames")
     assert figures["frames"] is True
     assert figures["variants"] == len(found)
     # an act told as done, against its frame (a plan, a wish, a decision): kept apart
