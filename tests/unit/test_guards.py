@@ -105,6 +105,7 @@ NUMBERS_VETO = [
     ("User prefers seat 14C on the red-eye.", "User prefers seat 14D on the red-eye."),
     ("Leads routes graded 6a indoors.", "Leads routes graded 6c indoors."),
     ("Lives in flat 4b.", "Lives in flat 4e."),
+    ("Sits in row 12-A at the stadium.", "Sits in row 12-C at the stadium."),
     # half of a thing, against the whole or another part of it
     ("Noor covers the phone bill", "Noor covers half the phone bill"),
     ("User owns half of the bakery", "User owns the bakery"),
@@ -128,6 +129,8 @@ NUMBERS_PASS = [
     ("k8s: GKE", "The services run on GKE with Kubernetes."),
     # a list of names joined by slashes: each read on its own
     ("The team removed Black, isort and Flake8.", "removed: Black/isort/Flake8"),
+    # a label joined to its number by a hyphen, or not
+    ("Sits in row 12-A at the stadium.", "Sits in row 12A at the stadium."),
     ("Meeting at 9am", "Meeting at 9 am"),
     ("Meeting at 9am", "Meeting at 9 AM"),
     ("Meeting at 9am", "Meeting at 9:00 am"),

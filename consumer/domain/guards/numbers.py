@@ -82,6 +82,9 @@ _QUARTER_RE: Final = re.compile(
 _ORDINALS: Final[dict[str, int]] = {"first": 1, "second": 2, "third": 3, "fourth": 4}
 _NUMBER_COMPOUND_RE: Final = re.compile(r"(\d+(?:\.\d+)?)(k?)[-/](?:[a-z]+(?:-[a-z]+)*)")
 
+# A number and one capital letter joined by a hyphen: a label ("12-A", "1099-B"),
+# as "12A" is, not a number and a word ("2-bedroom").
+_HYPHEN_LABEL_RE: Final = re.compile(r"(\d+)-([A-Z])")
 _ID_JOINERS_RE: Final = re.compile(r"[-_]")
 _QUANTITY_WORD_RE: Final = re.compile(rf"[^\W\d_]+(?:'[^\W\d_]+)?|{_SENTINEL}")
 
@@ -156,6 +159,9 @@ def _canonical_digit_token(token: str) -> str:
     low = token.lower()
     if _INT_RE.fullmatch(low):
         return str(int(low))
+    labelled = _HYPHEN_LABEL_RE.fullmatch(token)
+    if labelled:
+        return "".join(labelled.groups()).lower()  # "seat 12-A" is seat 12A
     compound = _NUMBER_COMPOUND_RE.fullmatch(low)
     if compound:
         # "2-bedroom", "4-year-old", "15.49/month": the number; the words after
