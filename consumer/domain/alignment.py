@@ -399,11 +399,12 @@ def _going_to(token: Token) -> bool:
     """ "is going to quit", "is scheduled to launch": the future, as "will quit"
     is (not "was going to quit", a plan that may not have held, nor "goes
     swimming")."""
-    if token.dep_ != "xcomp" or not any(
-        c.dep_ == "aux" and c.lower_ == "to" for c in token.children
-    ):
-        return False
-    return _set_ahead(token.head) == "Pres"
+    return token.dep_ == "xcomp" and _marked_infinitive(token) and _set_ahead(token.head) == "Pres"
+
+
+def _marked_infinitive(verb: Token) -> bool:
+    """Whether `verb` is written with "to" ("launch" of "to launch")."""
+    return any(c.dep_ == "aux" and c.lower_ == "to" for c in verb.children)
 
 
 def _set_ahead(head: Token) -> str:
@@ -523,8 +524,7 @@ def _to_infinitive(token: Token) -> Token | None:
     """The verb `token` governs as "to" + verb ("buy" of "looking to buy", "be"
     of "was scheduled to be"), else None."""
     for child in token.children:
-        infinitive = any(c.dep_ == "aux" and c.lower_ == "to" for c in child.children)
-        if child.dep_ == "xcomp" and child.pos_ in {"VERB", "AUX"} and infinitive:
+        if child.dep_ == "xcomp" and child.pos_ in {"VERB", "AUX"} and _marked_infinitive(child):
             return child
     return None
 
@@ -3152,15 +3152,17 @@ def _time_traded(once: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
     """Two words that trade the time of their clauses: "used to be margherita,
     now it's diavola" / the two traded, "Used to live in Oslo, now lives in
     Bergen" / the cities traded."""
-    moved = {
-        (x.told_when, y.told_when): x
-        for x, y in once
-        if x.anchor == y.anchor and x.told_when and y.told_when and x.told_when != y.told_when
-    }
-    for (was, now), x in moved.items():
-        if (now, was) in moved:
-            return _veto("time_change", f"'{x.key}' told as '{was}' vs '{now}'")
-    return None
+    traded = _exchange(
+        {
+            (x.told_when, y.told_when): x
+            for x, y in once
+            if x.anchor == y.anchor and x.told_when and y.told_when and x.told_when != y.told_when
+        }
+    )
+    if traded is None:
+        return None
+    was, now, x = traded
+    return _veto("time_change", f"'{x.key}' told as '{was}' vs '{now}'")
 
 
 def _verbs_traded(
@@ -3173,14 +3175,25 @@ def _verbs_traded(
     verbs = {w.key for w in a.words if w.pos == "VERB"} & {
         w.key for w in b.words if w.pos == "VERB"
     }
-    moved = {
-        (x.anchor, y.anchor): x
-        for x, y in once
-        if x.anchor != y.anchor and x.anchor in verbs and y.anchor in verbs
-    }
-    for (was, now), x in moved.items():
+    traded = _exchange(
+        {
+            (x.anchor, y.anchor): x
+            for x, y in once
+            if x.anchor != y.anchor and x.anchor in verbs and y.anchor in verbs
+        }
+    )
+    if traded is None:
+        return None
+    was, now, x = traded
+    return _veto("role_change", f"'{x.key}' told under '{was}' vs '{now}'")
+
+
+def _exchange(moved: dict[tuple[str, str], Word]) -> tuple[str, str, Word] | None:
+    """The first word moved from one place to another (`(was, now)`) where
+    another word made the opposite move: the two traded."""
+    for (was, now), word in moved.items():
         if (now, was) in moved:
-            return _veto("role_change", f"'{x.key}' told under '{was}' vs '{now}'")
+            return was, now, word
     return None
 
 
@@ -3373,9 +3386,7 @@ def _shared_subject(verb: Token) -> int:
         if head.i == token.i or head.pos_ not in {"VERB", "AUX"}:
             return -1
         if token.dep_ != "conj":
-            infinitive = token.dep_ in {"xcomp", "advcl"} and any(
-                c.dep_ == "aux" and c.lower_ == "to" for c in token.children
-            )
+            infinitive = token.dep_ in {"xcomp", "advcl"} and _marked_infinitive(token)
             # "asked Ana to visit": Ana visits, not who asked.
             if not infinitive or any(c.dep_ in {"dobj", "dative", "iobj"} for c in head.children):
                 return -1
