@@ -201,6 +201,8 @@ class Word:
     # conjuncts (a passive's agent, a relative clause's antecedent); empty inside
     # a subject, for a pronoun, or where the clause writes no subject: `_told_of`.
     told_of: frozenset[str] = frozenset()
+    # The key of the verb or copula of that clause (`_clause_head`); "" for none.
+    told_by: str = ""
     # The tense and frame of the clause the word stands in ("Pres/" of "is",
     # "/use" of "used to be"): `_told_when`.
     told_when: str = ""
@@ -763,6 +765,7 @@ def _words(doc: Doc) -> AlignedText:
                 moves=verb
                 and any(c.dep_ == "prep" and c.lower_ in {"to", "from"} for c in token.children),
                 told_of=_told_of(head),
+                told_by="" if head is None else _key(head),
                 told_when=_told_when(head),
             )
         )
@@ -3121,6 +3124,7 @@ def _traded_between_clauses(
     once = [(x, y) for x, y in matched if x.key not in twice and x.pos in _TOLD_OF_POS]
     return (
         _subject_traded(a, b, once)
+        or _subject_folded(a, b, once)
         or _time_traded(once)
         or _verbs_traded(a, b, once)
         or _quantities_traded(a, b)
@@ -3146,6 +3150,45 @@ def _subject_traded(
                 "role_change", f"'{x.key}' told of '{min(x.told_of)}' vs '{min(y.told_of)}'"
             )
     return None
+
+
+def _subject_folded(
+    a: AlignedText, b: AlignedText, once: Sequence[tuple[Word, Word]]
+) -> GuardVeto | None:
+    """A word told under one verb in both texts, of one subject in one text and
+    in the other of a subject that has a clause of its own in the first, where
+    the first's subject is not written at all: "Chris cooks on weekdays; user
+    cooks on weekends" / "Chris cooks on weekdays and weekends". Two clauses
+    folded into one hand the one subject's words to the other. One of the two
+    subjects is the user, whose facts these are: elsewhere the fold is often a
+    clause told inside another ("Putin hailed Arabia" / "Putin said Russia
+    regards Arabia")."""
+    texts = (a, b)
+    told = [{key for w in text.words for key in w.told_of} for text in texts]
+    written = [{w.key for w in text.words} for text in texts]
+    for pair in once:
+        for side in (0, 1):
+            mine, theirs = pair[side], pair[1 - side]
+            if not mine.told_of or not theirs.told_of or mine.told_by != theirs.told_by:
+                continue
+            if _SELF not in mine.told_of and theirs.told_of != {_SELF}:
+                continue
+            # Mine's subject is gone from the other text; theirs has a clause here.
+            if any(key.split()[-1] in written[1 - side] for key in mine.told_of):
+                continue
+            if theirs.told_of <= told[side] and theirs.told_of.isdisjoint(mine.told_of):
+                return _veto(
+                    "role_change",
+                    f"'{mine.key}' told of '{_longest(mine.told_of)}'"
+                    f" vs '{_longest(theirs.told_of)}'",
+                )
+    return None
+
+
+def _longest(keys: frozenset[str]) -> str:
+    """The fullest of a subject's keys, for a veto's detail (a parse may list
+    the pieces of a hyphenated name beside it)."""
+    return max(sorted(keys), key=len)
 
 
 def _time_traded(once: Sequence[tuple[Word, Word]]) -> GuardVeto | None:

@@ -1010,6 +1010,41 @@ async def test_what_two_subjects_clauses_or_choices_trade_is_kept_apart(
     assert kept["guard"]["detail"] == "value_change: '7' and '4' traded"
 
 
+FOLDED_STORED = [
+    event("m1", "Nadia takes the bins out on Tuesdays; the user takes them out on Fridays"),
+    event("m2", "User waters the garden in spring; neighbour Luis waters it in summer"),
+    event(
+        "m3",
+        "Nadia takes the bins out on Tuesdays; the user takes them out on Fridays",
+        namespace="home",
+    ),
+]
+FOLDED = [
+    event("n1", "Nadia takes the bins out on Tuesdays and Fridays"),
+    event("n2", "User waters the garden in spring and summer"),
+    event(
+        "n3",
+        "Nadia takes out the bins on Tuesdays, and the user takes them out on Fridays",
+        namespace="home",
+    ),
+]
+
+
+async def test_a_users_clause_folded_into_anothers_is_kept_apart(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    # n1 and n2 were merged: folding two clauses into one hands the user's days
+    # to Nadia, and Luis's season to the user.
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(settings, real_embedder, FOLDED_STORED, FOLDED)
+    kept = assert_kept_apart(decisions, "n1", from_="m1", guard="alignment")
+    assert kept["guard"]["detail"] == "role_change: 'friday' told of '<user>' vs 'nadia'"
+    kept = assert_kept_apart(decisions, "n2", from_="m2", guard="alignment")
+    assert kept["guard"]["detail"] == "role_change: 'summer' told of 'neighbour luis' vs '<user>'"
+    # both subjects kept, each with its day: one fact
+    assert_folded(decisions, "n3", into="m3", outcomes=("merged",))
+
+
 THROUGH_VERBS_STORED = [
     event("m1", "After leaving Shopify, user joined Stripe"),
     event("m2", "The old gate code ends in 4411; the new one ends in 9023"),

@@ -950,6 +950,23 @@ def test_a_word_told_of_another_subject_both_texts_have_is_a_role_change(
 @pytest.mark.parametrize(
     ("existing", "new", "kinds"),
     [
+        # the user's clause folded into another's, or another's into the user's
+        ("Dev walks the dog in the morning; the user walks him at night", "Dev walks the dog in the morning and at night", ["role_change"] * 2),
+        ("User pays the rent; roommate Ines pays the water bill", "User pays the rent and the water bill", ["role_change"] * 2),
+        # both subjects kept, or the other text's verb another one
+        ("Dev walks the dog in the morning; the user walks him at night", "In the morning Dev walks the dog, and at night the user walks him", [None, None]),
+        ("User filed the claim; the insurer replies on 3 May", "The claim was filed by the user, who hears back on 3 May", [None, None]),
+    ],
+)  # fmt: skip
+def test_a_users_clause_folded_into_anothers_is_a_role_change(
+    aligner: PairAligner, existing: str, new: str, kinds: list[str | None]
+) -> None:
+    assert kinds_both_ways(aligner, existing, new) == kinds
+
+
+@pytest.mark.parametrize(
+    ("existing", "new", "kinds"),
+    [
         # what was and what is, traded
         ("Favorite pizza used to be margherita, now it's diavola", "Favorite pizza used to be diavola, now it's margherita", ["time_change"] * 2),
         ("Used to live in Oslo, now lives in Bergen", "Used to live in Bergen, now lives in Oslo", ["time_change"] * 2),
