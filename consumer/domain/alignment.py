@@ -3084,10 +3084,11 @@ def _told_when(head: Token | None) -> str:
 
 
 def _quantity_owners(token: Token) -> frozenset[str]:
-    """The nouns a quantity's chain of heads passes up to its clause, and the
-    subject of the verb the chain reaches: "Leo, age 4" -> {"age", "leo"}, "the
-    target is 90%" -> {"%", "target"}, "the old code ends in 4411" -> {"old
-    code"}. A list's later word ends the chain ("Maya, age 7, and Leo, age 4":
+    """The nouns a quantity's chain of heads passes up to its clause, what
+    they are for or of, and the subject of the verb the chain reaches: "Leo,
+    age 4" -> {"age", "leo"}, "the target is 90%" -> {"%", "target"}, "the old
+    code ends in 4411" -> {"old code"}, "4 spaces for Python" -> {"space",
+    "python"}. A list's later word ends the chain ("Maya, age 7, and Leo, age 4":
     Leo's, not Maya's)."""
     owners: set[str] = set()
     current = token
@@ -3102,6 +3103,14 @@ def _quantity_owners(token: Token) -> frozenset[str]:
             break
         if head.pos_ in _NOMINAL_POS:
             owners.add(_key(head))
+            # what the noun is for or of: "4 spaces for Python"
+            owners |= {
+                _named(g)
+                for c in head.children
+                if c.dep_ == "prep"
+                for g in c.children
+                if g.dep_ == "pobj"
+            }
         current = head
     return frozenset(owners)
 

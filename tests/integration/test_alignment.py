@@ -971,6 +971,7 @@ SUBJECTS_STORED = [
     event("m5", "Prefers to be addressed as 'Sam', not 'Samantha'."),
     event("m6", "Used to live in Oslo, now lives in Bergen"),
     event("m7", "User has two children: Maya, age 7, and Leo, age 4"),
+    event("m8", "Uses a 2-space indent for Go and 4 spaces for Ruby"),
 ]
 SUBJECTS_TRADED = [
     event("n1", "User is allergic to shellfish; his son is allergic to peanuts"),
@@ -980,6 +981,7 @@ SUBJECTS_TRADED = [
     event("n5", "Prefers to be addressed as 'Samantha', not 'Sam'."),
     event("n6", "Used to live in Bergen, now lives in Oslo"),
     event("n7", "User has two children: Leo, age 7, and Maya, age 4"),
+    event("n8", "Uses a 4-space indent for Go and 2 spaces for Ruby"),
 ]
 
 
@@ -1008,6 +1010,9 @@ async def test_what_two_subjects_clauses_or_choices_trade_is_kept_apart(
     # n7 (cosine 1.00) was merged: the ages traded between the two children.
     kept = assert_kept_apart(decisions, "n7", from_="m7", guard="alignment")
     assert kept["guard"]["detail"] == "value_change: '7' and '4' traded"
+    # n8 (cosine 1.00) was merged: the widths traded between what they are for.
+    kept = assert_kept_apart(decisions, "n8", from_="m8", guard="alignment")
+    assert kept["guard"]["detail"] == "value_change: '2' and '4' traded"
 
 
 FOLDED_STORED = [

@@ -982,6 +982,9 @@ def test_a_users_clause_folded_into_anothers_is_a_role_change(
         ("Repo has 84% test coverage; the target is 90%.", "Repo has 84% test target; the coverage is 90%.", ["value_change"] * 2),
         ("User has two children: Maya, age 7, and Leo, age 4", "User has two children: Leo, age 4, and Maya, age 7", [None, None]),
         ("Repo has 84% test coverage; the target is 90%.", "The target is 90%; the repo has 84% test coverage.", [None, None]),
+        # quantities told of what their nouns are for
+        ("Uses a 2-space indent for Go and 4 spaces for Ruby", "Uses a 4-space indent for Go and 2 spaces for Ruby", ["value_change"] * 2),
+        ("Keeps 3 backups of the laptop and 2 of the NAS", "Keeps 3 laptop backups and 2 NAS backups", [None, None]),
         # quantities told of the subjects of their verbs
         ("The home PIN ends in 2580; the office PIN ends in 7731", "The home PIN ends in 7731; the office PIN ends in 2580", ["value_change"] * 2),
         ("The home PIN ends in 2580; the office PIN ends in 7731", "The office PIN ends in 7731; the home PIN ends in 2580", [None, None]),
