@@ -1872,6 +1872,7 @@ def _beyond_words(
     """The checks of how the texts' words relate once each word is judged."""
     return (
         _due_and_done(a, b, left, right)
+        or _due_then_done(a, b, left, right)
         or _root_tense(a, b, matched)
         or _under_way_against_held(a, b)
         or _agent_noun_turned(a, b)
@@ -2387,6 +2388,23 @@ def _due_and_done(
         acts = [w.key for w in (*done, *light) if w.done]
         if acts:
             return _veto("time_change", f"'{set_for.key}' vs '{acts[0]}' done")
+    return None
+
+
+def _due_then_done(
+    a: AlignedText, b: AlignedText, left: Sequence[Word], right: Sequence[Word]
+) -> GuardVeto | None:
+    """A deadline told with nothing done, against a main verb only the other
+    text has, told as done, whatever that text says of the deadline: "VAT return
+    due 7 May" / "Submitted the VAT return that was due 7 May"."""
+    for due_text, done in ((a, right), (b, left)):
+        if any(w.done for w in due_text.words):
+            continue
+        if not any(w.key == "due" and _set_for_a_time(w) for w in due_text.words):
+            continue
+        act = next((w for w in done if w.dep == "ROOT" and w.pos == "VERB" and w.done), None)
+        if act is not None:
+            return _veto("time_change", f"'due' vs '{act.key}' done")
     return None
 
 

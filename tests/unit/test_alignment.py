@@ -326,6 +326,13 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
             "time_change",
         ),
         ("The report is due Friday.", "The report must be submitted by Friday.", None),
+        # ... whatever the other text says of the deadline
+        (
+            "Gas bill of £61 due on the 9th",
+            "Paid the £61 gas bill that was due on the 9th",
+            "time_change",
+        ),
+        ("Gas bill of £61 due on the 9th", "The £61 gas bill is still due on the 9th", None),
         # a task against the act told as done; not against the habit
         ("Call the plumber about the leak", "Called the plumber about the leak", "time_change"),
         ("Renew passport before March", "Renewed passport before March", "time_change"),
