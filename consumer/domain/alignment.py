@@ -1873,6 +1873,7 @@ def _beyond_words(
     return (
         _due_and_done(a, b, left, right)
         or _due_then_done(a, b, left, right)
+        or _ended_against_note(a, b, matched)
         or _root_tense(a, b, matched)
         or _under_way_against_held(a, b)
         or _agent_noun_turned(a, b)
@@ -2405,6 +2406,36 @@ def _due_then_done(
         act = next((w for w in done if w.dep == "ROOT" and w.pos == "VERB" and w.done), None)
         if act is not None:
             return _veto("time_change", f"'due' vs '{act.key}' done")
+    return None
+
+
+# Verbs whose act ends the thing it is done to (with their particle): told as
+# done against a note of the thing, the thing no longer holds. "cancel", "quit"
+# and "terminate" are the negation guard's.
+_ENDING_ACTS: Final = frozenset(
+    {("pay", "off"), ("end", ""), ("drop", ""), ("close", ""), ("sell", ""), ("return", ""),
+     ("close", "down"), ("shut", "down"), ("give", "up"), ("sell", "off")}
+)  # fmt: skip
+
+
+def _ended_against_note(
+    a: AlignedText, b: AlignedText, matched: Sequence[tuple[Word, Word]]
+) -> GuardVeto | None:
+    """A note of a thing, with no verb, against a main verb only the other text
+    has, told as done, that ends that thing: "Car loan: $412/month" / "Paid
+    off the car loan", "Spanish course on Tuesdays" / "Dropped the Spanish
+    course". An act that starts the thing ("Took out the car loan") agrees
+    with the note."""
+    for note, told, side in ((a, b, 1), (b, a, 0)):
+        if note.main_verb[0] or any(w.pos in {"VERB", "AUX"} for w in note.words):
+            continue
+        objects = {pair[side].head_key for pair in matched if pair[side].dep == "dobj"}
+        for w in told.words:
+            # "~on": a preposition the verb takes, not a particle of its own
+            particle = "" if w.particle.startswith("~") else w.particle
+            ends = w.dep == "ROOT" and w.done and (w.key, particle) in _ENDING_ACTS
+            if ends and w.key in objects:
+                return _veto("time_change", f"'{w.key}' done against a note")
     return None
 
 

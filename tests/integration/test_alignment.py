@@ -259,11 +259,17 @@ DUE_STORED = [
     event("d1", "Venue deposit of $2,000 due Friday"),
     event("d2", "Renew passport before the March trip"),
     event("d3", "Water bill of £48 due on the 20th"),
+    event("d4", "Home equity loan: $310/month until 2031"),
+    event("d5", "Pottery class on Thursday evenings"),
+    event("d6", "Pottery class on Thursday evenings", namespace="hobbies"),
 ]
 DONE = [
     event("e1", "Venue deposit of $2,000 paid Friday"),
     event("e2", "Renewed passport before the March trip"),
     event("e3", "Paid the £48 water bill that was due on the 20th"),
+    event("e4", "Paid off the home equity loan ($310/month until 2031)"),
+    event("e5", "Dropped the pottery class on Thursday evenings"),
+    event("e6", "Signed up for the pottery class on Thursday evenings", namespace="hobbies"),
 ]
 
 
@@ -346,7 +352,7 @@ async def test_one_alternative_chosen_over_another_is_not_the_reverse_choice(
     assert_kept_apart(decisions, "c2", from_="c1", guard="word_order")
 
 
-async def test_a_deadline_or_a_task_and_the_act_done_are_kept_apart(
+async def test_a_deadline_task_or_note_and_the_act_done_are_kept_apart(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
@@ -357,6 +363,13 @@ async def test_a_deadline_or_a_task_and_the_act_done_are_kept_apart(
     # the bill paid.
     kept = assert_kept_apart(decisions, "e3", from_="d3", guard="alignment")
     assert kept["guard"]["detail"] == "time_change: 'due' vs 'pay' done"
+    # e4 and e5 were merged: a note of a thing, and the act that ended it.
+    kept = assert_kept_apart(decisions, "e4", from_="d4", guard="alignment")
+    assert kept["guard"]["detail"] == "time_change: 'pay' done against a note"
+    kept = assert_kept_apart(decisions, "e5", from_="d5", guard="alignment")
+    assert kept["guard"]["detail"] == "time_change: 'drop' done against a note"
+    # the act that started it: one fact
+    assert_folded(decisions, "e6", into="d6", outcomes=("merged",))
 
 
 SWAPPED_OWNERS_STORED = [

@@ -333,6 +333,24 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
             "time_change",
         ),
         ("Gas bill of £61 due on the 9th", "The £61 gas bill is still due on the 9th", None),
+        # a note of a thing against an act told as done that ends it; not one
+        # that starts it
+        (
+            "Boat loan: $260/month until 2029",
+            "Paid off the boat loan ($260/month until 2029)",
+            "time_change",
+        ),
+        (
+            "Salsa class on Monday evenings",
+            "Dropped the salsa class on Monday evenings",
+            "time_change",
+        ),
+        ("Boat loan: $260/month until 2029", "Took out a boat loan at $260/month until 2029", None),
+        (
+            "Salsa class on Monday evenings",
+            "Signed up for the salsa class on Monday evenings",
+            None,
+        ),
         # a task against the act told as done; not against the habit
         ("Call the plumber about the leak", "Called the plumber about the leak", "time_change"),
         ("Renew passport before March", "Renewed passport before March", "time_change"),
