@@ -554,8 +554,28 @@ def _frame(token: Token, framing: Token) -> str:
         return ""  # "so they can sleep": a purpose, not the fact's modality
     for child in token.children:
         if child.tag_ == "MD" and child.dep_ == "aux":
+            if child.lower_ in _WISH_AUXILIARIES:
+                return _conditional(token)
             return _MODALS.get(child.lower_, "")
     return ""
+
+
+def _conditional(token: Token) -> str:
+    """ "would" with "be" or "have" telling where one is, what one is or has:
+    what holds only if something else does ("the kids would be with Marco",
+    "would be the tech lead", "would have the car"). Elsewhere "would" tells a
+    wish, a choice or a readiness ("would like", "would rather", "would be
+    happy to"), a habit ("would take him fishing") or a future told in the
+    past ("said she would bring", "said it would have"): the same fact as
+    without it."""
+    if token.lemma_.lower() not in {"be", "have"} or token.dep_ == "ccomp":
+        return ""
+    if any(c.dep_ == "acomp" or c.lower_ == "rather" for c in token.children):
+        return ""
+    # "if ... , would have": the text tells the condition; both sides do
+    if any(c.dep_ == "advcl" and any(m.lower_ == "if" for m in c.children) for c in token.children):
+        return ""
+    return "would"
 
 
 # A modal that makes a fact possible, advised or required rather than so ("may be

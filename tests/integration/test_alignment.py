@@ -322,20 +322,25 @@ async def test_everyday_family_words_are_one_person(
 FACTS_STORED = [
     event("f1", "Dana walks the dog on Sundays."),
     event("f2", "We cancelled the gym membership to save money."),
+    event("f3", "Lena is the on-call lead over the holidays"),
 ]
 OFFERS = [
     event("o1", "Dana has offered to walk the dog on Sundays."),
     event("o2", "We're thinking of cancelling the gym membership to save money."),
+    event("o3", "Lena would be the on-call lead over the holidays"),
 ]
 
 
-async def test_an_offer_or_a_thought_is_kept_apart_from_the_fact(
+async def test_an_offer_a_thought_or_a_condition_is_kept_apart_from_the_fact(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
     decisions = await decide_after_stored(settings, real_embedder, FACTS_STORED, OFFERS)
     assert_kept_apart(decisions, "o1", from_="f1", guard="alignment")
     assert_kept_apart(decisions, "o2", from_="f2", guard="alignment")
+    # o3 was merged: what would hold, against what holds.
+    kept = assert_kept_apart(decisions, "o3", from_="f3", guard="alignment")
+    assert kept["guard"]["detail"] == "time_change: 'be': '' vs 'would'"
 
 
 CHOSEN_STORED = [event("c1", "Team chose PostgreSQL over MongoDB for the billing service.")]

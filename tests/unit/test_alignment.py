@@ -230,6 +230,25 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         ("User might move to Lisbon.", "User is moving to Lisbon.", "time_change"),
         ("The release may be delayed.", "The release was delayed.", "time_change"),
         ("User should stretch every day.", "User stretches every day.", "time_change"),
+        # "would be" / "would have" what holds only if something else does; not a
+        # readiness, a choice, or a future told in the past
+        (
+            "Omar is the release manager for v3.",
+            "Omar would be the release manager for v3.",
+            "time_change",
+        ),
+        (
+            "The twins are with their aunt in July.",
+            "The twins would be with their aunt in July.",
+            "time_change",
+        ),
+        ("User is willing to mentor interns.", "User would be willing to mentor interns.", None),
+        ("User would rather have a window seat.", "User prefers a window seat.", None),
+        (
+            "User said the van would be ready on Monday.",
+            "User said the van will be ready on Monday.",
+            None,
+        ),
         # a phrasal verb's particle is part of its meaning
         ("User switched on the heating.", "User switched off the heating.", "value_change"),
         ("User gave up coffee.", "User gave away coffee.", "value_change"),
