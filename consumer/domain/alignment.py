@@ -1894,6 +1894,7 @@ def _beyond_words(
         _due_and_done(a, b, left, right)
         or _due_then_done(a, b, left, right)
         or _ended_against_note(a, b, matched)
+        or _needed_against_had(a, b, matched)
         or _root_tense(a, b, matched)
         or _under_way_against_held(a, b)
         or _agent_noun_turned(a, b)
@@ -2457,6 +2458,29 @@ def _ended_against_note(
             if ends and w.key in objects:
                 return _veto("time_change", f"'{w.key}' done against a note")
     return None
+
+
+def _needed_against_had(
+    a: AlignedText, b: AlignedText, matched: Sequence[tuple[Word, Word]]
+) -> GuardVeto | None:
+    """One object, needed in one text and had, got or made in the other, told
+    as a fact: "needs a visa for the trip" / "has a visa for the trip", "needs a
+    decision by Friday" / "made a decision by Friday"; not "has to get a visa".
+    A need on its own is often the fact itself (`_IRREALIS_VERBS`); against
+    having the thing it is the lack."""
+    for x, y in matched:
+        if x.dep != "dobj" or y.dep != "dobj" or "need" not in {x.head_key, y.head_key}:
+            continue
+        had, text = (y, b) if x.head_key == "need" else (x, a)
+        verbs = [w for w in text.words if w.key == had.head_key]
+        if any(w.key == "due" for w in text.words):
+            continue  # "has an oil change due": the need, told another way
+        if had.head_key in _HAVING_VERBS and verbs and not any(w.frame for w in verbs):
+            return _veto("time_change", f"'{x.key}': '{x.head_key}' vs '{y.head_key}'")
+    return None
+
+
+_HAVING_VERBS: Final = frozenset({"have", "get", "make"})
 
 
 def _set_for_a_time(word: Word) -> bool:

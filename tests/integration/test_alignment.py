@@ -323,15 +323,17 @@ FACTS_STORED = [
     event("f1", "Dana walks the dog on Sundays."),
     event("f2", "We cancelled the gym membership to save money."),
     event("f3", "Lena is the on-call lead over the holidays"),
+    event("f4", "User needs a work permit for the Canada move"),
 ]
 OFFERS = [
     event("o1", "Dana has offered to walk the dog on Sundays."),
     event("o2", "We're thinking of cancelling the gym membership to save money."),
     event("o3", "Lena would be the on-call lead over the holidays"),
+    event("o4", "User has a work permit for the Canada move"),
 ]
 
 
-async def test_an_offer_a_thought_or_a_condition_is_kept_apart_from_the_fact(
+async def test_an_offer_a_thought_a_condition_or_a_need_is_kept_apart_from_the_fact(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
@@ -341,6 +343,9 @@ async def test_an_offer_a_thought_or_a_condition_is_kept_apart_from_the_fact(
     # o3 was merged: what would hold, against what holds.
     kept = assert_kept_apart(decisions, "o3", from_="f3", guard="alignment")
     assert kept["guard"]["detail"] == "time_change: 'be': '' vs 'would'"
+    # o4 was merged: a need against having the thing.
+    kept = assert_kept_apart(decisions, "o4", from_="f4", guard="alignment")
+    assert kept["guard"]["detail"] == "time_change: 'permit': 'need' vs 'have'"
 
 
 CHOSEN_STORED = [event("c1", "Team chose PostgreSQL over MongoDB for the billing service.")]

@@ -259,6 +259,15 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         # a wish or a plan of a thing is not having it
         ("User has a Tesla.", "User wants a Tesla.", "time_change"),
         ("User has a standing desk.", "User is considering a standing desk.", "time_change"),
+        # ... nor is a need: it is the lack; not against what must be got or is due
+        ("The lab needs a second centrifuge.", "The lab has a second centrifuge.", "time_change"),
+        ("Mira needs a lawyer for the appeal.", "Mira got a lawyer for the appeal.", "time_change"),
+        (
+            "The grant needs sign-off from finance.",
+            "The grant has to get sign-off from finance.",
+            None,
+        ),
+        ("The boiler needs a service.", "The boiler has a service due.", None),
         # main verbs that do not align, one of them in the future
         (
             "User will be on parental leave in May.",
