@@ -2783,9 +2783,10 @@ def _past_in_a_note(word: Word) -> bool:
 
 
 def _told_in_the_passive(word: Word) -> bool:
-    """A verb written with the passive's "is" / "was" ("is based", "are kept")."""
+    """A verb written with the passive's "is" / "was" ("is based", "are kept");
+    not the progressive ("is renovating")."""
     parts = word.text.split()
-    return len(parts) >= 2 and parts[-2] in _BE_FORMS
+    return len(parts) >= 2 and parts[-2] in _BE_FORMS and not parts[-1].endswith("ing")
 
 
 def _swapped(left: Sequence[Word], right: Sequence[Word]) -> tuple[GuardVeto | None, bool]:

@@ -1079,6 +1079,21 @@ async def test_a_users_clause_folded_into_anothers_is_kept_apart(
     assert_folded(decisions, "n3", into="m3", outcomes=("merged",))
 
 
+UNDER_WAY_STORED = [event("m1", "User bought a canal boat in 2020 and is restoring the engine")]
+DONE_SINCE = [event("n1", "User bought a canal boat in 2020 and restored the engine")]
+
+
+async def test_a_later_clause_under_way_against_done_is_kept_apart(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    # n1 (cosine 0.98) was merged: "is restoring" was read as a passive, whose
+    # participle a note may tell without its "is".
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(settings, real_embedder, UNDER_WAY_STORED, DONE_SINCE)
+    kept = assert_kept_apart(decisions, "n1", from_="m1", guard="alignment")
+    assert kept["guard"]["detail"] == "time_change: 'restore': Pres vs Past"
+
+
 THROUGH_VERBS_STORED = [
     event("m1", "After leaving Shopify, user joined Stripe"),
     event("m2", "The old gate code ends in 4411; the new one ends in 9023"),

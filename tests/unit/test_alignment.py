@@ -226,6 +226,13 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         # a verb that places the fact in time: begun, finished
         ("User paints landscapes.", "User began painting landscapes.", "time_change"),
         ("User is saving for a car.", "User has finished saving for a car.", "time_change"),
+        # an act under way against the act done, in a later clause too ("is
+        # restoring" is no passive)
+        (
+            "User bought a barge in 2019 and is painting the hull",
+            "User bought a barge in 2019 and painted the hull",
+            "time_change",
+        ),
         # a modal on one side only: possible, able, advised or required, not so
         ("User might move to Lisbon.", "User is moving to Lisbon.", "time_change"),
         ("The release may be delayed.", "The release was delayed.", "time_change"),
