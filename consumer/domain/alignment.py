@@ -121,8 +121,11 @@ _LIGHT_VERBS: Final = frozenset({"be", "have", "do", "get", "go", "make"})
 _CLAUSE_DEPS: Final = frozenset({"ROOT", "conj", "relcl", "advcl", "ccomp", "xcomp"})
 _SELF: Final = "<user>"
 _SELF_WORDS: Final = frozenset({"i", "me", "my", "mine", "myself", "user", "user's", "users"})
-# The subject a memory is about, in third person, so both persons parse alike.
-_STAND_IN: Final = "Alex"
+# The subject a memory is about, in third person, so both persons parse alike:
+# the first of these names the text does not write itself ("Alex mentors the
+# user" must not read as the user mentoring the user).
+_STAND_INS: Final = ("Alex", "Robin", "Jordan")
+_STAND_IN_USED: Final = "memdedup.stand_in"
 _FIRST_PERSON: Final = "I"
 _STAND_IN_RE: Final = re.compile(r"\b(?:the\s+)?user\b", re.IGNORECASE)
 _SUBJECT_DEPS: Final = frozenset({"nsubj", "agent_pobj", "csubj"})
@@ -666,7 +669,7 @@ def _negated_verb(token: Token) -> str:
 
 def _key(token: Token) -> str:
     low = token.text.lower()
-    if low in _SELF_WORDS or token.text == _STAND_IN:
+    if low in _SELF_WORDS or token.text == _stand_in_of(token.doc):
         return _SELF
     chain = _hyphen_chains(token.doc)[0].get(token.i)
     if chain is not None:
@@ -757,7 +760,7 @@ def _words(doc: Doc) -> AlignedText:
             Word(
                 index=token.i,
                 key=key,
-                text=_form(token) if verb else chains.get(token.i, token.text.lower()),
+                text=_surface(token, verb, chains),
                 pos=pos,
                 dep=token.dep_,
                 head_key=_key(token.head),
@@ -3710,7 +3713,7 @@ class PairAligner:
                 return found
             nlp = self._pipeline()
             with one_blas_thread():
-                parsed = _words(_reparsed(nlp, nlp(_stand_in(text)), self._verb_forms))
+                parsed = _words(_reparsed(nlp, _parse_one(nlp, text), self._verb_forms))
             self._remember(text, parsed)
             return parsed
 
@@ -3723,7 +3726,7 @@ class PairAligner:
                 return 0
             nlp = self._pipeline()
             with one_blas_thread():
-                docs = list(nlp.pipe((_stand_in(t) for t in todo), batch_size=_PIPE_BATCH))
+                docs = _parse(nlp, todo)
                 # Texts misread in ways a second parse mends (`_retry`), parsed
                 # again in one batch too (one by one, ~2.5x the CPU a text).
                 retries = {
@@ -3821,7 +3824,7 @@ def _doer_before_an_s_form(doc: Doc) -> Token | None:
     """The first name (the stand-in user too) followed by a lower-case -s form the
     tagger did not read as a verb, if that is the first name of the text."""
     for token in doc[:-1]:
-        if token.text != _STAND_IN and token.pos_ != "PROPN":
+        if token.text != _stand_in_of(doc) and token.pos_ != "PROPN":
             continue
         after = doc[token.i + 1]
         if after.is_alpha and after.is_lower and after.text.endswith("s"):
@@ -3864,7 +3867,7 @@ def _subject_retry(doc: Doc, verb_forms: frozenset[str]) -> str | None:
     if not _subject_left_out(doc, verb_forms):
         return None
     text = doc.text
-    return f"{_STAND_IN} {text[0].lower()}{text[1:]}"
+    return f"{_stand_in_of(doc)} {text[0].lower()}{text[1:]}"
 
 
 def _subject_supplied(doc: Doc, again: Doc) -> Doc:
@@ -3880,6 +3883,7 @@ def _subject_supplied(doc: Doc, again: Doc) -> Doc:
     if any(_has_subject(t) and again[t.i + 1].tag_.startswith("VB") for t in doc[1:]):
         return doc
     again.user_data[_SUBJECT_SUPPLIED] = True
+    again.user_data[_STAND_IN_USED] = _stand_in_of(doc)
     return again
 
 
@@ -3917,13 +3921,52 @@ def _past_read_as_command(first: Token, verb_forms: frozenset[str]) -> bool:
     return first.tag_ == "VB" and (first.lower_.endswith("ed") or first.lower_ in verb_forms)
 
 
-def _stand_in(text: str) -> str:
+def _stand_in(text: str) -> tuple[str, str]:
+    """The text to parse, with the user's stand-in for "the user", and that
+    stand-in: a name the text does not write."""
     text = text.strip()
     if text.isupper():
         # The tagger reads capitals as names: SHOUTED text parses as a sentence
         # once lowered (its case carries nothing the exact check keeps either).
         text = text.lower().capitalize()
-    return _STAND_IN_RE.sub(_STAND_IN, text)
+    written = set(re.findall(r"[A-Za-z]+", text))
+    name = next((n for n in _STAND_INS if n not in written), _STAND_INS[-1])
+    return _STAND_IN_RE.sub(name, text), name
+
+
+def _parse(nlp: Any, texts: Sequence[str]) -> list[Doc]:
+    """Each text parsed with the user's stand-in (`_stand_in`), which the doc
+    keeps for `_stand_in_of`."""
+    stood = [_stand_in(text) for text in texts]
+    docs = list(nlp.pipe((text for text, _ in stood), batch_size=_PIPE_BATCH))
+    for doc, (_, name) in zip(docs, stood, strict=True):
+        doc.user_data[_STAND_IN_USED] = name
+    return docs
+
+
+def _surface(token: Token, verb: bool, chains: dict[int, str]) -> str:
+    """`Word.text`: a verb's form with its auxiliaries, a hyphen chain's words,
+    else the token lowercased; the user's stand-in is the user's key, so that
+    no one of that name shares its text."""
+    if verb:
+        return _form(token)
+    if token.text == _stand_in_of(token.doc):
+        return _SELF
+    return chains.get(token.i, token.text.lower())
+
+
+def _parse_one(nlp: Any, text: str) -> Doc:
+    """`_parse` for one text, outside a batch."""
+    stood, name = _stand_in(text)
+    doc: Doc = nlp(stood)
+    doc.user_data[_STAND_IN_USED] = name
+    return doc
+
+
+def _stand_in_of(doc: Doc) -> str:
+    """The name that stands for the user in `doc` (`_stand_in`)."""
+    name: str = doc.user_data.get(_STAND_IN_USED, _STAND_INS[0])
+    return name
 
 
 async def load_aligner(enabled: bool, model: str = SPACY_MODEL) -> PairAligner | None:

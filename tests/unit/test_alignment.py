@@ -660,6 +660,32 @@ def test_a_memory_without_its_subject_is_the_users(
         assert not alignment.skippable
 
 
+@pytest.mark.parametrize(
+    ("existing", "new"),
+    [
+        ("Alex mentors the user", "User mentors Alex"),
+        ("Alex is allergic to peanuts", "User is allergic to peanuts"),
+        ("Robin and Alex share a flat with the user", "Robin and the user share a flat with Alex"),
+    ],
+)
+def test_a_person_named_as_the_users_stand_in_is_not_the_user(
+    aligner: PairAligner, existing: str, new: str
+) -> None:
+    assert "<user>" not in {w.key for w in aligner.parsed("Alex and Robin cook").words}
+    for first, second in ((existing, new), (new, existing)):
+        assert not aligner.check(first, second).equivalent
+
+
+def test_the_stand_in_of_a_memory_without_its_subject_is_a_name_it_does_not_write(
+    aligner: PairAligner,
+) -> None:
+    subjects = [w.key for w in aligner.parsed("Lives in Lyon with Alex").words if w.role == "subj"]
+    assert subjects == ["<user>"]
+    alignment = aligner.check("Lives in Lyon with Alex", "The user lives in Lyon with Alex")
+    assert alignment.veto is None
+    assert alignment.equivalent
+
+
 def test_a_whole_sentence_is_not_given_a_subject(aligner: PairAligner) -> None:
     words = aligner.parsed("Runbooks for the data team live in Notion.").words
     assert [w.key for w in words if w.role == "subj"] == ["runbook"]

@@ -319,10 +319,13 @@ def test_the_alignment_lifts_a_word_order_veto_only_for_words_moved_with_their_r
     assert rearranged.veto is None
     assert rearranged.decision is Decision.MERGED
 
-    # Amounts the alignment does not see: moved, they trade what they count.
+    # Amounts moved: they trade what they count, and the days they are for (the
+    # alignment reads that too, `_quantity_owners`).
     amounts = ("Kofi runs 5 km on Mondays and 10 km on Saturdays.",
                "Kofi runs 10 km on Mondays and 5 km on Saturdays.")  # fmt: skip
-    assert aligner.check(*amounts).veto is None
+    traded_amounts = aligner.check(*amounts).veto
+    assert traded_amounts is not None
+    assert traded_amounts.detail == "value_change: '5' and '10' traded"
     kept_apart = decide_pair(*amounts, 0.99, BANDS, aligner=aligner)
     assert kept_apart.veto is not None
     assert kept_apart.veto.guard is GuardName.WORD_ORDER
