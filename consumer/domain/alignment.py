@@ -2682,6 +2682,7 @@ def _judge(
             return _veto("value_change", f"'{x.key} {a}' vs '{y.key} {b}'")
     role = (
         _role_change(matched)
+        or _recipient_turned(matched)
         or _steps_reordered(matched)
         or _another_doer(matched)
         or _doer_demoted(matched, left, right)
@@ -3383,6 +3384,29 @@ def _role_change(matched: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
             if pair in _PREPOSITION_PAIRS:
                 return _veto("role_change", f"'{x.key}': {x.role[5:]} vs {y.role[5:]}")
     return None
+
+
+def _recipient_turned(matched: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
+    """A participant a thing comes from, or is had with, in one text, and the
+    one it is given to in the other: "gets a massage from Lea" / "gives Lea a
+    massage", "Driving lessons with Tom" / "gives Tom driving lessons", "has
+    Spanish classes with Ms. Ortiz" / "teaches Spanish classes to Ms. Ortiz"."""
+    for x, y in matched:
+        for source, recipient in ((x, y), (y, x)):
+            if source.role not in {"prep:from", "prep:with"}:
+                continue
+            given_to = recipient.dep in {"dative", "iobj"} or (
+                recipient.role == "prep:to" and recipient.anchor in _GIVING_VERBS
+            )
+            if given_to:
+                return _veto("role_change", f"'{x.key}': {source.role[5:]} vs given to")
+    return None
+
+
+# Verbs whose "to" names who receives the thing ("teaches classes to Ms. Ortiz").
+_GIVING_VERBS: Final = frozenset(
+    {"give", "teach", "offer", "provide", "lend", "sell", "send", "hand", "pass", "deliver"}
+)
 
 
 # Words the tagger may read as nouns that stand for a part of another group ("none

@@ -1079,6 +1079,28 @@ async def test_a_users_clause_folded_into_anothers_is_kept_apart(
     assert_folded(decisions, "n3", into="m3", outcomes=("merged",))
 
 
+HAD_FROM_STORED = [
+    event("m1", "Violin lessons with Mr. Oduya every Friday at 4 PM"),
+    event("m2", "User gets a haircut from Ines every month"),
+]
+GIVEN_TO = [
+    event("n1", "Gives violin lessons to Mr. Oduya every Friday at 4 PM"),
+    event("n2", "User gives Ines a haircut every month"),
+]
+
+
+async def test_a_thing_had_from_someone_and_given_to_them_is_kept_apart(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    # n2 (cosine 0.98) was merged: the haircut comes from Ines, then goes to her.
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(settings, real_embedder, HAD_FROM_STORED, GIVEN_TO)
+    kept = assert_kept_apart(decisions, "n1", from_="m1", guard="alignment")
+    assert kept["guard"]["detail"] == "role_change: 'oduya': with vs given to"
+    kept = assert_kept_apart(decisions, "n2", from_="m2", guard="alignment")
+    assert kept["guard"]["detail"] == "role_change: 'ines': from vs given to"
+
+
 UNDER_WAY_STORED = [event("m1", "User bought a canal boat in 2020 and is restoring the engine")]
 DONE_SINCE = [event("n1", "User bought a canal boat in 2020 and restored the engine")]
 

@@ -77,6 +77,18 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         # who does what to whom
         ("User lent a bicycle to Marek.", "User borrowed a bicycle from Marek.", "role_change"),
         ("User rents a garage to Odile.", "User rents a garage from Odile.", "role_change"),
+        # had from or with someone, against given to them
+        (
+            "User gets a haircut from Ines every month.",
+            "User gives Ines a haircut every month.",
+            "role_change",
+        ),
+        (
+            "Violin lessons with Mr. Oduya on Fridays",
+            "Gives violin lessons to Mr. Oduya on Fridays",
+            "role_change",
+        ),
+        ("User got a mortgage from Nationwide.", "Nationwide gave the user a mortgage.", None),
         ("Hana coaches Tomas at chess.", "Tomas coaches Hana at chess.", "role_change"),
         # the same verb done by another participant both texts name
         ("Ana's manager approved the budget.", "Ana approved the manager's budget.", "role_change"),
