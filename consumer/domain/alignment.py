@@ -1898,6 +1898,7 @@ def _beyond_words(
         or _due_then_done(a, b, left, right)
         or _ended_against_note(a, b, matched)
         or _needed_against_had(a, b, matched)
+        or _sought_against_had(a, b, matched)
         or _root_tense(a, b, matched)
         or _under_way_against_held(a, b)
         or _agent_noun_turned(a, b)
@@ -2484,6 +2485,34 @@ def _needed_against_had(
 
 
 _HAVING_VERBS: Final = frozenset({"have", "get", "make"})
+
+
+def _sought_against_had(
+    a: AlignedText, b: AlignedText, matched: Sequence[tuple[Word, Word]]
+) -> GuardVeto | None:
+    """A thing one text is under way towards ("is applying for a visa", "is
+    training for the marathon"), which the other tells done to or by someone,
+    under another verb ("was granted a visa", "ran the marathon"): the goal
+    against its outcome, however much else the texts say."""
+    texts = (a, b)
+    for pair in matched:
+        for side in (0, 1):
+            sought, had = pair[side], pair[1 - side]
+            if sought.role != "prep:for" or had.role not in {"obj", "subj"}:
+                continue
+            striving = [w for w in texts[side].words if w.key == sought.anchor]
+            outcome = [w for w in texts[1 - side].words if w.key == had.head_key]
+            if not striving or not all(_progressive(w) for w in striving):
+                continue
+            if any(w.key == had.head_key for w in texts[side].words):
+                continue  # "waiting for the parcel they ordered": both told
+            told_done = [w.done or w.tense == "Past" for w in outcome]
+            if outcome and all(told_done) and all(w.key != sought.anchor for w in outcome):
+                return _veto(
+                    "time_change",
+                    f"'{sought.key}': '{sought.anchor}' under way vs '{had.head_key}' done",
+                )
+    return None
 
 
 def _set_for_a_time(word: Word) -> bool:

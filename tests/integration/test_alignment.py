@@ -324,16 +324,26 @@ FACTS_STORED = [
     event("f2", "We cancelled the gym membership to save money."),
     event("f3", "Lena is the on-call lead over the holidays"),
     event("f4", "User needs a work permit for the Canada move"),
+    event(
+        "f5",
+        "User is applying for an Irish Critical Skills permit and has a biometrics"
+        " appointment at the VFS centre in Accra on 9 June.",
+    ),
 ]
 OFFERS = [
     event("o1", "Dana has offered to walk the dog on Sundays."),
     event("o2", "We're thinking of cancelling the gym membership to save money."),
     event("o3", "Lena would be the on-call lead over the holidays"),
     event("o4", "User has a work permit for the Canada move"),
+    event(
+        "o5",
+        "User was granted an Irish Critical Skills permit after their biometrics"
+        " appointment in Accra on 9 June.",
+    ),
 ]
 
 
-async def test_an_offer_a_thought_a_condition_or_a_need_is_kept_apart_from_the_fact(
+async def test_an_offer_a_thought_a_condition_a_need_or_a_goal_is_kept_apart_from_the_fact(
     local_broker: Any, real_embedder: Any, tmp_path: Path
 ) -> None:
     settings = make_settings(local_broker.bootstrap_servers, tmp_path)
@@ -346,6 +356,9 @@ async def test_an_offer_a_thought_a_condition_or_a_need_is_kept_apart_from_the_f
     # o4 was merged: a need against having the thing.
     kept = assert_kept_apart(decisions, "o4", from_="f4", guard="alignment")
     assert kept["guard"]["detail"] == "time_change: 'permit': 'need' vs 'have'"
+    # o5 was merged: the permit applied for, against the permit granted.
+    kept = assert_kept_apart(decisions, "o5", from_="f5", guard="alignment")
+    assert kept["guard"]["detail"] == "time_change: 'permit': 'apply' under way vs 'grant' done"
 
 
 CHOSEN_STORED = [event("c1", "Team chose PostgreSQL over MongoDB for the billing service.")]

@@ -278,6 +278,18 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         # a wish or a plan of a thing is not having it
         ("User has a Tesla.", "User wants a Tesla.", "time_change"),
         ("User has a standing desk.", "User is considering a standing desk.", "time_change"),
+        # ... nor a thing under way towards, against its outcome, however much else
+        # the texts say; not where the text under way tells the outcome too
+        (
+            "User is applying for an Irish Critical Skills permit and has a biometrics appointment at the VFS centre in Accra on 9 June.",
+            "User was granted an Irish Critical Skills permit after their biometrics appointment in Accra on 9 June.",
+            "time_change",
+        ),
+        (
+            "User is waiting for the parcel she ordered on Monday.",
+            "User ordered a parcel on Monday and is waiting for it.",
+            None,
+        ),
         # ... nor is a need: it is the lack; not against what must be got or is due
         ("The lab needs a second centrifuge.", "The lab has a second centrifuge.", "time_change"),
         ("Mira needs a lawyer for the appeal.", "Mira got a lawyer for the appeal.", "time_change"),
