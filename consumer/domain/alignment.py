@@ -1899,6 +1899,7 @@ def _beyond_words(
         or _ended_against_note(a, b, matched)
         or _needed_against_had(a, b, matched)
         or _sought_against_had(a, b, matched)
+        or _leader_against_member(a, b, matched)
         or _root_tense(a, b, matched)
         or _under_way_against_held(a, b)
         or _agent_noun_turned(a, b)
@@ -2476,10 +2477,10 @@ def _needed_against_had(
         if x.dep != "dobj" or y.dep != "dobj" or "need" not in {x.head_key, y.head_key}:
             continue
         had, text = (y, b) if x.head_key == "need" else (x, a)
-        verbs = [w for w in text.words if w.key == had.head_key]
-        if any(w.key == "due" for w in text.words):
+        if had.head_key not in _HAVING_VERBS or any(w.key == "due" for w in text.words):
             continue  # "has an oil change due": the need, told another way
-        if had.head_key in _HAVING_VERBS and verbs and not any(w.frame for w in verbs):
+        verbs = [w for w in text.words if w.key == had.head_key]
+        if verbs and not any(w.frame for w in verbs):
             return _veto("time_change", f"'{x.key}': '{x.head_key}' vs '{y.head_key}'")
     return None
 
@@ -3430,6 +3431,38 @@ def _recipient_turned(matched: Sequence[tuple[Word, Word]]) -> GuardVeto | None:
             if given_to:
                 return _veto("role_change", f"'{x.key}': {source.role[5:]} vs given to")
     return None
+
+
+def _leader_against_member(
+    a: AlignedText, b: AlignedText, matched: Sequence[tuple[Word, Word]]
+) -> GuardVeto | None:
+    """A group one text's verb leads ("manages a team of six", "chairs the book
+    club"), which the other text only places its subject in or on ("is on a
+    team of six", "is in the book club"), with no word of leading: the leader
+    against a member."""
+    for x, y in matched:
+        for led, member, member_text in ((x, y, b), (y, x, a)):
+            if led.dep != "dobj" or led.head_key not in _LEADING_VERBS:
+                continue
+            # "on" or "in" a group places one in it; "of" names a role in it
+            # ("the organiser of the club"), which may be the leader's
+            if member.role not in {"prep:on", "prep:in"}:
+                continue
+            if any(w.key in _LEADING_VERBS or w.key in _LEADERS for w in member_text.words):
+                continue
+            return _veto("role_change", f"'{led.key}': '{led.head_key}' vs a place in it")
+    return None
+
+
+# Not "run": one runs a campaign, a query or a race as often as a club.
+_LEADING_VERBS: Final = frozenset(
+    {"lead", "manage", "head", "chair", "captain", "coach", "direct", "supervise", "oversee"}
+)
+# The nouns of the same roles: "is the manager of the team" leads it too.
+_LEADERS: Final = frozenset(
+    {"manager", "lead", "leader", "head", "chair", "chairman", "chairwoman", "chairperson",
+     "captain", "coach", "director", "supervisor", "boss", "owner", "founder"}
+)  # fmt: skip
 
 
 # Verbs whose "to" names who receives the thing ("teaches classes to Ms. Ortiz").

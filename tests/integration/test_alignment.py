@@ -1114,6 +1114,28 @@ async def test_a_thing_had_from_someone_and_given_to_them_is_kept_apart(
     assert kept["guard"]["detail"] == "role_change: 'ines': from vs given to"
 
 
+LEADING_STORED = [
+    event("m1", "User chairs the chess club at the library"),
+    event("m2", "User manages the support team at Hollis", namespace="clubs"),
+]
+MEMBER = [
+    event("n1", "User is in the chess club at the library"),
+    event("n2", "User is the manager of the support team at Hollis", namespace="clubs"),
+]
+
+
+async def test_leading_a_group_and_a_place_in_it_are_kept_apart(
+    local_broker: Any, real_embedder: Any, tmp_path: Path
+) -> None:
+    # n1 was merged: the one who chairs the club, against a member of it.
+    settings = make_settings(local_broker.bootstrap_servers, tmp_path)
+    decisions = await decide_after_stored(settings, real_embedder, LEADING_STORED, MEMBER)
+    kept = assert_kept_apart(decisions, "n1", from_="m1", guard="alignment")
+    assert kept["guard"]["detail"] == "role_change: 'club': 'chair' vs a place in it"
+    # the leader's title: one fact
+    assert_folded(decisions, "n2", into="m2", outcomes=("merged",))
+
+
 UNDER_WAY_STORED = [event("m1", "User bought a canal boat in 2020 and is restoring the engine")]
 DONE_SINCE = [event("n1", "User bought a canal boat in 2020 and restored the engine")]
 

@@ -77,6 +77,19 @@ def kind_of(aligner: PairAligner, existing: str, new: str) -> str | None:
         # who does what to whom
         ("User lent a bicycle to Marek.", "User borrowed a bicycle from Marek.", "role_change"),
         ("User rents a garage to Odile.", "User rents a garage from Odile.", "role_change"),
+        # leading a group, against a place in it; not against a leader's title
+        (
+            "Nour manages a team of four analysts.",
+            "Nour is on a team of four analysts.",
+            "role_change",
+        ),
+        (
+            "User chairs the chess club at the library.",
+            "User is in the chess club at the library.",
+            "role_change",
+        ),
+        ("User manages the support team.", "User is the manager of the support team.", None),
+        ("User chairs the chess club.", "User is the organiser of the chess club.", None),
         # had from or with someone, against given to them
         (
             "User gets a haircut from Ines every month.",
