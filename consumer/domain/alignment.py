@@ -3259,24 +3259,30 @@ def _traded_between_clauses(
     than once are left out: which clause each stands in is then unknown."""
     twice = {k for text in (a, b) for k, n in Counter(w.key for w in text.words).items() if n > 1}
     once = [(x, y) for x, y in matched if x.key not in twice and x.pos in _TOLD_OF_POS]
+    told = (_subjects(a), _subjects(b))
     return (
-        _subject_traded(a, b, once)
-        or _subject_folded(a, b, once)
+        _subject_traded(once, told)
+        or _subject_folded(a, b, once, told)
         or _time_traded(once)
         or _verbs_traded(a, b, once)
         or _quantities_traded(a, b)
     )
 
 
+def _subjects(text: AlignedText) -> frozenset[str]:
+    """Every subject the text tells a word of (`Word.told_of`)."""
+    return frozenset(key for w in text.words for key in w.told_of)
+
+
 def _subject_traded(
-    a: AlignedText, b: AlignedText, once: Sequence[tuple[Word, Word]]
+    once: Sequence[tuple[Word, Word]], told: tuple[frozenset[str], frozenset[str]]
 ) -> GuardVeto | None:
     """A word told of one subject in one text and of another in the other, both
     of them subjects in both texts: "User's son plays soccer; his daughter plays
     tennis" / the sports traded, "User is allergic to peanuts; his son is
-    allergic to shellfish" / the other way round."""
-    told_a = {key for w in a.words for key in w.told_of}
-    told_b = {key for w in b.words for key in w.told_of}
+    allergic to shellfish" / the other way round. `told`: each text's
+    `_subjects`."""
+    told_a, told_b = told
     for x, y in once:
         if y.pos not in _TOLD_OF_POS or x.anchor != y.anchor:
             continue
@@ -3290,7 +3296,10 @@ def _subject_traded(
 
 
 def _subject_folded(
-    a: AlignedText, b: AlignedText, once: Sequence[tuple[Word, Word]]
+    a: AlignedText,
+    b: AlignedText,
+    once: Sequence[tuple[Word, Word]],
+    told: tuple[frozenset[str], frozenset[str]],
 ) -> GuardVeto | None:
     """A word told under one verb in both texts, of one subject in one text and
     in the other of a subject that has a clause of its own in the first, where
@@ -3300,9 +3309,7 @@ def _subject_folded(
     subjects is the user, whose facts these are: elsewhere the fold is often a
     clause told inside another ("Putin hailed Arabia" / "Putin said Russia
     regards Arabia")."""
-    texts = (a, b)
-    told = [{key for w in text.words for key in w.told_of} for text in texts]
-    written = [{w.key for w in text.words} for text in texts]
+    written = [{w.key for w in text.words} for text in (a, b)]
     for pair in once:
         for side in (0, 1):
             mine, theirs = pair[side], pair[1 - side]
@@ -3969,8 +3976,7 @@ def _subject_supplied(doc: Doc, again: Doc) -> Doc:
     if any(_has_subject(t) and again[t.i + 1].tag_.startswith("VB") for t in doc[1:]):
         return doc
     again.user_data[_SUBJECT_SUPPLIED] = True
-    again.user_data[_STAND_IN_USED] = _stand_in_of(doc)
-    return again
+    return _standing_in(again, _stand_in_of(doc))
 
 
 _SUBJECT_SUPPLIED: Final = "memdedup.subject_supplied"
@@ -4024,10 +4030,8 @@ def _parse(nlp: Any, texts: Sequence[str]) -> list[Doc]:
     """Each text parsed with the user's stand-in (`_stand_in`), which the doc
     keeps for `_stand_in_of`."""
     stood = [_stand_in(text) for text in texts]
-    docs = list(nlp.pipe((text for text, _ in stood), batch_size=_PIPE_BATCH))
-    for doc, (_, name) in zip(docs, stood, strict=True):
-        doc.user_data[_STAND_IN_USED] = name
-    return docs
+    docs = nlp.pipe((text for text, _ in stood), batch_size=_PIPE_BATCH)
+    return [_standing_in(doc, name) for doc, (_, name) in zip(docs, stood, strict=True)]
 
 
 def _surface(token: Token, verb: bool, chains: dict[int, str]) -> str:
@@ -4044,7 +4048,11 @@ def _surface(token: Token, verb: bool, chains: dict[int, str]) -> str:
 def _parse_one(nlp: Any, text: str) -> Doc:
     """`_parse` for one text, outside a batch."""
     stood, name = _stand_in(text)
-    doc: Doc = nlp(stood)
+    return _standing_in(nlp(stood), name)
+
+
+def _standing_in(doc: Doc, name: str) -> Doc:
+    """`doc`, keeping the name that stands for the user in it (`_stand_in_of`)."""
     doc.user_data[_STAND_IN_USED] = name
     return doc
 
